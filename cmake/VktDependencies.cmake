@@ -1,0 +1,34 @@
+# Finds what vktower needs and, when something is missing, stops configuration
+# with the Debian package that provides it (scripts/deps.sh installs them all).
+
+macro(vkt_require_package name debian_package)
+  find_package(${name} ${ARGN} QUIET)
+  if(NOT ${name}_FOUND)
+    message(FATAL_ERROR
+      "vktower needs ${name}, which was not found.\n"
+      "Install it with: sudo apt-get install ${debian_package}\n"
+      "(or run scripts/deps.sh, which installs everything vktower needs)")
+  endif()
+endmacro()
+
+vkt_require_package(Vulkan libvulkan-dev)
+vkt_require_package(fmt libfmt-dev)
+vkt_require_package(spdlog libspdlog-dev)
+
+find_program(VKT_GLSLANG glslangValidator)
+if(NOT VKT_GLSLANG)
+  message(FATAL_ERROR "vktower compiles its shaders with glslangValidator, which was not found.\n"
+                      "Install it with: sudo apt-get install glslang-tools")
+endif()
+find_program(VKT_SPIRV_VAL spirv-val)
+if(NOT VKT_SPIRV_VAL)
+  message(FATAL_ERROR "vktower validates its SPIR-V with spirv-val, which was not found.\n"
+                      "Install it with: sudo apt-get install spirv-tools")
+endif()
+
+if(VKT_BUILD_TESTS)
+  vkt_require_package(Catch2 catch2)
+endif()
+if(VKT_BUILD_SAMPLES)
+  vkt_require_package(CLI11 libcli11-dev)
+endif()

@@ -1,0 +1,19 @@
+#pragma once
+// Reads a physical device's properties into a DeviceInfo (internal).
+
+#include <vulkan/vulkan_core.h>
+
+#include "../device_info.h"
+
+namespace vkt::detail {
+
+DeviceInfo query_device_info(VkPhysicalDevice physical, std::uint32_t index);
+
+/// Queue families a Device uses: compute (always) and a transfer-only family if any.
+struct QueueFamilies {
+  std::uint32_t compute = UINT32_MAX;
+  std::uint32_t transfer = UINT32_MAX;  ///< UINT32_MAX when there is no dedicated one
+};
+QueueFamilies find_queue_families(VkPhysicalDevice physical);
+
+}  // namespace vkt::detail

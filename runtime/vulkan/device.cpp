@@ -1,0 +1,310 @@
+#include "device.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "detail/log.h"
+#include "detail/query_device.h"
+#include "detail/vk_check.h"
+#include "error.h"
+#include "instance.h"
+#include "kernel.h"
+
+namespace vkt {
+namespace {
+
+bool has_device_extension(VkPhysicalDevice physical, const char* name) {
+  std::uint32_t count = 0;
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
+  std::vector<VkExtensionProperties> extensions(count);
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, extensions.data());
+  for (const VkExtensionProperties& e : extensions) {
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  }
+  return false;
+}
+
+std::string gib(std::uint64_t bytes) {
+  return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+}
+
+}  // namespace
+
+DeviceOptions DeviceOptions::from_environment() {
+  DeviceOptions options;
+  const char* env = std::getenv("VKT_FORCE_STAGING");
+  options.force_staging =
+      env != nullptr && std::string_view(env) != "" && std::string_view(env) != "0";
+  return options;
+}
+
+Device::Device(Instance& instance, std::uint32_t index, DeviceOptions options)
+    : instance_(&instance), info_(instance.device(index)), options_(options) {
+  if (!info_.unusable_reason.empty()) {
+    throw Error(fmt::format("device {} ({}) cannot run vktower: it {}", index, info_.name,
+                            info_.unusable_reason));
+  }
+  physical_ = instance.vk_physical_device(index);
+  vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
+  VkPhysicalDeviceProperties properties{};
+  vkGetPhysicalDeviceProperties(physical_, &properties);
+  limits_ = properties.limits;
+  maps_storage_ = info_.unified_memory && !options_.force_staging;
+
+  const detail::QueueFamilies families = detail::find_queue_families(physical_);
+  const float priority = 1.0f;
+  std::vector<VkDeviceQueueCreateInfo> queues;
+  for (std::uint32_t family : {families.compute, families.transfer}) {
+    if (family == UINT32_MAX) continue;
+    VkDeviceQueueCreateInfo q{};
+    q.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
+    q.queueFamilyIndex = family;
+    q.queueCount = 1;
+    q.pQueuePriorities = &priority;
+    queues.push_back(q);
+  }
+
+  std::vector<const char*> extensions;
+  const bool core_timeline = info_.api_version_raw >= VK_API_VERSION_1_2;
+  if (!core_timeline) extensions.push_back(VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
+  // The spec requires enabling portability_subset wherever it is offered (MoltenVK).
+  if (has_device_extension(physical_, "VK_KHR_portability_subset")) {
+    extensions.push_back("VK_KHR_portability_subset");
+  }
+
+  VkPhysicalDeviceTimelineSemaphoreFeatures timeline{};
+  timeline.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES;
+  timeline.timelineSemaphore = VK_TRUE;
+  VkDeviceCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
+  info.pNext = &timeline;
+  info.queueCreateInfoCount = static_cast<std::uint32_t>(queues.size());
+  info.pQueueCreateInfos = queues.data();
+  info.enabledExtensionCount = static_cast<std::uint32_t>(extensions.size());
+  info.ppEnabledExtensionNames = extensions.data();
+  VKT_CHECK(vkCreateDevice(physical_, &info, nullptr, &device_));
+
+  try {
+    const char* wait_name = core_timeline ? "vkWaitSemaphores" : "vkWaitSemaphoresKHR";
+    const char* value_name =
+        core_timeline ? "vkGetSemaphoreCounterValue" : "vkGetSemaphoreCounterValueKHR";
+    wait_semaphores_ =
+        reinterpret_cast<PFN_vkWaitSemaphores>(vkGetDeviceProcAddr(device_, wait_name));
+    semaphore_value_ =
+        reinterpret_cast<PFN_vkGetSemaphoreCounterValue>(vkGetDeviceProcAddr(device_, value_name));
+    if (wait_semaphores_ == nullptr || semaphore_value_ == nullptr) {
+      throw Error(fmt::format("device {} ({}) does not expose {}; update its driver", index,
+                              info_.name, wait_name));
+    }
+
+    auto make_queue = [&](Queue& q, std::uint32_t family) {
+      q.family = family;
+      vkGetDeviceQueue(device_, family, 0, &q.queue);
+      VkSemaphoreTypeCreateInfo type{};
+      type.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO;
+      type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+      type.initialValue = 0;
+      VkSemaphoreCreateInfo semaphore{};
+      semaphore.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO;
+      semaphore.pNext = &type;
+      VKT_CHECK(vkCreateSemaphore(device_, &semaphore, nullptr, &q.timeline));
+    };
+    make_queue(compute_, families.compute);
+    if (families.transfer != UINT32_MAX) make_queue(transfer_, families.transfer);
+
+    VkPipelineCacheCreateInfo cache{};
+    cache.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO;
+    VKT_CHECK(vkCreatePipelineCache(device_, &cache, nullptr, &pipeline_cache_));
+  } catch (...) {
+    release();
+    throw;
+  }
+  detail::log().debug("device {} ready: {} ({}), {} memory{}", index, info_.name,
+                      to_string(info_.type), maps_storage_ ? "mapped" : "staged",
+                      has_transfer_queue() ? ", transfer queue" : "");
+}
+
+Device::~Device() {
+  release();
+}
+
+void Device::release() {
+  if (device_ == VK_NULL_HANDLE) return;
+  vkDeviceWaitIdle(device_);
+  kernels_.clear();
+  if (pipeline_cache_ != VK_NULL_HANDLE) vkDestroyPipelineCache(device_, pipeline_cache_, nullptr);
+  for (Queue* q : {&compute_, &transfer_}) {
+    if (q->timeline != VK_NULL_HANDLE) vkDestroySemaphore(device_, q->timeline, nullptr);
+    q->timeline = VK_NULL_HANDLE;
+  }
+  vkDestroyDevice(device_, nullptr);
+  device_ = VK_NULL_HANDLE;
+}
+
+const Kernel& Device::kernel(const KernelDesc& desc) {
+  const std::string key = desc.cache_key();
+  std::lock_guard lock(kernels_mutex_);
+  auto found = kernels_.find(key);
+  if (found != kernels_.end()) return *found->second;
+  auto made = std::make_unique<Kernel>(*this, desc);
+  return *kernels_.emplace(key, std::move(made)).first->second;
+}
+
+void Device::wait_idle() {
+  for (Queue* q : {&compute_, &transfer_}) {
+    if (q->queue == VK_NULL_HANDLE) continue;
+    std::lock_guard lock(*q->mutex);
+    wait(Ticket{this, q == &compute_ ? QueueKind::Compute : QueueKind::Transfer, q->last_value});
+  }
+}
+
+const Device::Queue& Device::queue(QueueKind kind) const {
+  return kind == QueueKind::Transfer && transfer_.queue != VK_NULL_HANDLE ? transfer_ : compute_;
+}
+Device::Queue& Device::queue(QueueKind kind) {
+  return kind == QueueKind::Transfer && transfer_.queue != VK_NULL_HANDLE ? transfer_ : compute_;
+}
+
+Ticket Device::submit(QueueKind kind, VkCommandBuffer commands, std::span<const Ticket> waits) {
+  Queue& q = queue(kind);
+  std::vector<VkSemaphore> wait_semaphores;
+  std::vector<std::uint64_t> wait_values;
+  std::vector<VkPipelineStageFlags> wait_stages;
+  for (const Ticket& t : waits) {
+    if (t.device == nullptr) continue;
+    if (t.device != this) {
+      throw Error(
+          "a submit can wait only for tickets of its own Device; wait for another "
+          "device's ticket on the host (ticket.wait()) first");
+    }
+    wait_semaphores.push_back(queue(t.queue).timeline);
+    wait_values.push_back(t.value);
+    wait_stages.push_back(VK_PIPELINE_STAGE_ALL_COMMANDS_BIT);
+  }
+  std::lock_guard lock(*q.mutex);
+  const std::uint64_t signal = q.last_value + 1;
+  VkTimelineSemaphoreSubmitInfo timeline{};
+  timeline.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO;
+  timeline.waitSemaphoreValueCount = static_cast<std::uint32_t>(wait_values.size());
+  timeline.pWaitSemaphoreValues = wait_values.data();
+  timeline.signalSemaphoreValueCount = 1;
+  timeline.pSignalSemaphoreValues = &signal;
+  VkSubmitInfo submit{};
+  submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+  submit.pNext = &timeline;
+  submit.waitSemaphoreCount = static_cast<std::uint32_t>(wait_semaphores.size());
+  submit.pWaitSemaphores = wait_semaphores.data();
+  submit.pWaitDstStageMask = wait_stages.data();
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &commands;
+  submit.signalSemaphoreCount = 1;
+  submit.pSignalSemaphores = &q.timeline;
+  VKT_CHECK(vkQueueSubmit(q.queue, 1, &submit, VK_NULL_HANDLE));
+  q.last_value = signal;
+  return Ticket{this,
+                kind == QueueKind::Transfer && has_transfer_queue() ? QueueKind::Transfer
+                                                                    : QueueKind::Compute,
+                signal};
+}
+
+void Device::wait(const Ticket& ticket) const {
+  if (ticket.value == 0) return;
+  const VkSemaphore semaphore = queue(ticket.queue).timeline;
+  VkSemaphoreWaitInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO;
+  info.semaphoreCount = 1;
+  info.pSemaphores = &semaphore;
+  info.pValues = &ticket.value;
+  VKT_CHECK(wait_semaphores_(device_, &info, UINT64_MAX));
+}
+
+bool Device::done(const Ticket& ticket) const {
+  std::uint64_t value = 0;
+  VKT_CHECK(semaphore_value_(device_, queue(ticket.queue).timeline, &value));
+  return value >= ticket.value;
+}
+
+Device::Allocation Device::allocate(const VkMemoryRequirements& requirements, bool host_visible,
+                                    const std::string& what) {
+  const VkMemoryPropertyFlags mapped =
+      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  // Ranked wishes: staging wants mapped (cached helps reads back); storage wants
+  // device-local, mapped as well where the device has unified memory.
+  std::vector<VkMemoryPropertyFlags> wishes;
+  if (host_visible) {
+    wishes = {mapped | VK_MEMORY_PROPERTY_HOST_CACHED_BIT, mapped};
+  } else {
+    wishes = {VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0};
+  }
+  std::uint32_t type = UINT32_MAX;
+  for (VkMemoryPropertyFlags wish : wishes) {
+    for (std::uint32_t t = 0; t < memory_.memoryTypeCount && type == UINT32_MAX; ++t) {
+      const VkMemoryPropertyFlags f = memory_.memoryTypes[t].propertyFlags;
+      if ((requirements.memoryTypeBits & (1u << t)) && (f & wish) == wish) type = t;
+    }
+    if (type != UINT32_MAX) break;
+  }
+  if (type == UINT32_MAX) {
+    throw Error(
+        fmt::format("device {} ({}) has no memory type for {}", info_.index, info_.name, what));
+  }
+  const VkDeviceSize heap_size = memory_.memoryHeaps[memory_.memoryTypes[type].heapIndex].size;
+  if (requirements.size > heap_size ||
+      (info_.max_allocation_bytes != 0 && requirements.size > info_.max_allocation_bytes)) {
+    throw Error(fmt::format(
+        "{} needs {} but device {} ({}) can allocate at most {} at once (its memory heap holds "
+        "{}): use smaller buffers or split the data",
+        what, gib(requirements.size), info_.index, info_.name,
+        gib(info_.max_allocation_bytes != 0
+                ? std::min<VkDeviceSize>(info_.max_allocation_bytes, heap_size)
+                : heap_size),
+        gib(heap_size)));
+  }
+
+  VkMemoryAllocateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
+  info.allocationSize = requirements.size;
+  info.memoryTypeIndex = type;
+  Allocation allocation;
+  const VkResult result = vkAllocateMemory(device_, &info, nullptr, &allocation.memory);
+  if (result == VK_ERROR_OUT_OF_DEVICE_MEMORY || result == VK_ERROR_OUT_OF_HOST_MEMORY) {
+    throw Error(fmt::format(
+        "device {} ({}) is out of memory allocating {} for {} ({} in use by "
+        "vktower on it): free buffers, or use smaller batches or models",
+        info_.index, info_.name, gib(requirements.size), what, gib(allocated_bytes_.load())));
+  }
+  VKT_CHECK(result);
+  allocation.bytes = requirements.size;
+  const bool want_map = host_visible || maps_storage_;
+  if (want_map && (memory_.memoryTypes[type].propertyFlags & mapped) == mapped) {
+    const VkResult map_result =
+        vkMapMemory(device_, allocation.memory, 0, VK_WHOLE_SIZE, 0, &allocation.mapped);
+    if (map_result != VK_SUCCESS) {
+      vkFreeMemory(device_, allocation.memory, nullptr);
+      detail::check(map_result, "vkMapMemory");
+    }
+  }
+  allocations_.fetch_add(1);
+  allocated_bytes_.fetch_add(allocation.bytes);
+  return allocation;
+}
+
+void Device::free(Allocation& allocation) {
+  if (allocation.memory == VK_NULL_HANDLE) return;
+  vkFreeMemory(device_, allocation.memory, nullptr);  // unmaps implicitly
+  allocated_bytes_.fetch_sub(allocation.bytes);
+  allocation = {};
+}
+
+void Ticket::wait() const {
+  if (device != nullptr) device->wait(*this);
+}
+bool Ticket::done() const {
+  return device == nullptr || device->done(*this);
+}
+
+}  // namespace vkt

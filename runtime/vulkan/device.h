@@ -1,0 +1,126 @@
+#pragma once
+// One VkDevice on one physical device: queues, memory, kernel cache.
+
+#include <vulkan/vulkan_core.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+
+#include "device_info.h"
+#include "ticket.h"
+
+namespace vkt {
+
+class Instance;
+class Kernel;
+struct KernelDesc;
+
+/// How a Device is made. from_environment() reads VKT_FORCE_STAGING=1.
+struct DeviceOptions {
+  /// Treat device-local memory as unmappable even where the device could map it,
+  /// so that uploads, downloads and cross-device copies take the staged path with
+  /// copy commands that a discrete GPU needs. For testing that path on lavapipe.
+  bool force_staging = false;
+
+  static DeviceOptions from_environment();
+};
+
+/// One logical device: a compute queue, a dedicated transfer queue where the
+/// hardware has one, memory allocation and a per-device pipeline cache. Several
+/// Devices may be made on the same physical device (that is how the multi-tower
+/// tests run on a machine with one GPU, or none). Neither copyable nor movable:
+/// Buffers, Kernels and Streams refer to it, and it must outlive them.
+///
+///   vkt::Instance instance;
+///   vkt::Device device(instance, 0);
+///   vkt::Buffer x(device, 1024 * sizeof(float));
+class Device {
+ public:
+  Device(Instance& instance, std::uint32_t index,
+         DeviceOptions options = DeviceOptions::from_environment());
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+  Device(Device&&) = delete;
+  Device& operator=(Device&&) = delete;
+
+  const DeviceInfo& info() const { return info_; }
+  Instance& instance() const { return *instance_; }
+  const DeviceOptions& options() const { return options_; }
+  /// True when storage buffers are mapped into host memory (unified memory and
+  /// no force_staging): host transfers are memcpy, with no staging buffer.
+  bool maps_storage() const { return maps_storage_; }
+  bool has_transfer_queue() const { return transfer_.queue != VK_NULL_HANDLE; }
+
+  /// The kernel for `desc`, built on first use and cached for the Device's life.
+  /// Throws vkt::Error for an unknown shader or a bad specialization.
+  const Kernel& kernel(const KernelDesc& desc);
+
+  /// Blocks until every submitted ticket of this device is done.
+  void wait_idle();
+
+  /// Memory allocations made so far, and bytes currently allocated. A training
+  /// step that is only replayed must leave allocation_count() unchanged.
+  std::uint64_t allocation_count() const { return allocations_.load(); }
+  std::uint64_t allocated_bytes() const { return allocated_bytes_.load(); }
+
+  // ---- runtime/vulkan internals and interop; users do not need these ----
+  VkDevice vk_device() const { return device_; }
+  VkPhysicalDevice vk_physical_device() const { return physical_; }
+  VkPipelineCache vk_pipeline_cache() const { return pipeline_cache_; }
+  const VkPhysicalDeviceLimits& limits() const { return limits_; }
+  std::uint32_t queue_family(QueueKind kind) const { return queue(kind).family; }
+  /// Submits one command buffer that waits for `waits` and returns its ticket.
+  Ticket submit(QueueKind kind, VkCommandBuffer commands, std::span<const Ticket> waits);
+  void wait(const Ticket& ticket) const;
+  bool done(const Ticket& ticket) const;
+
+  struct Allocation {
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+    void* mapped = nullptr;
+    std::uint64_t bytes = 0;
+  };
+  /// Allocates memory for `requirements`; `host_visible` asks for mapped,
+  /// coherent memory. Throws vkt::Error before allocating when it cannot fit.
+  Allocation allocate(const VkMemoryRequirements& requirements, bool host_visible,
+                      const std::string& what);
+  void free(Allocation& allocation);
+
+ private:
+  struct Queue {
+    VkQueue queue = VK_NULL_HANDLE;
+    std::uint32_t family = UINT32_MAX;
+    VkSemaphore timeline = VK_NULL_HANDLE;
+    std::uint64_t last_value = 0;
+    std::unique_ptr<std::mutex> mutex = std::make_unique<std::mutex>();
+  };
+  const Queue& queue(QueueKind kind) const;
+  Queue& queue(QueueKind kind);
+  void release();
+
+  Instance* instance_;
+  DeviceInfo info_;
+  DeviceOptions options_;
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  VkPhysicalDeviceMemoryProperties memory_{};
+  VkPhysicalDeviceLimits limits_{};
+  VkDevice device_ = VK_NULL_HANDLE;
+  Queue compute_;
+  Queue transfer_;
+  VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
+  bool maps_storage_ = false;
+  PFN_vkWaitSemaphores wait_semaphores_ = nullptr;
+  PFN_vkGetSemaphoreCounterValue semaphore_value_ = nullptr;
+
+  std::mutex kernels_mutex_;
+  std::map<std::string, std::unique_ptr<Kernel>> kernels_;
+  std::atomic<std::uint64_t> allocations_{0};
+  std::atomic<std::uint64_t> allocated_bytes_{0};
+};
+
+}  // namespace vkt

@@ -1,0 +1,328 @@
+#include "stream.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "detail/log.h"
+#include "detail/vk_check.h"
+#include "device.h"
+#include "error.h"
+#include "kernel.h"
+
+namespace vkt {
+namespace {
+
+constexpr std::uint32_t kSetsPerPool = 64;
+constexpr VkPipelineStageFlags kWorkStages =
+    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+constexpr VkAccessFlags kWorkWrites = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+constexpr VkAccessFlags kWorkAccess = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                                      VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
+                                      VK_ACCESS_UNIFORM_READ_BIT;
+
+bool overlaps(std::size_t a, std::size_t an, std::size_t b, std::size_t bn) {
+  return a < b + bn && b < a + an;
+}
+
+}  // namespace
+
+Stream::Stream(Device& device, QueueKind queue) : device_(&device), queue_(queue) {
+  const VkDevice vk = device.vk_device();
+  VkCommandPoolCreateInfo pool_info{};
+  pool_info.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
+  pool_info.queueFamilyIndex = device.queue_family(queue);
+  VkCommandPool pool = VK_NULL_HANDLE;
+  VKT_CHECK(vkCreateCommandPool(vk, &pool_info, nullptr, &pool));
+  pool_ = {vk, pool};
+
+  VkCommandBufferAllocateInfo alloc{};
+  alloc.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
+  alloc.commandPool = pool;
+  alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  alloc.commandBufferCount = 1;
+  VKT_CHECK(vkAllocateCommandBuffers(vk, &alloc, &commands_buffer_));
+  VkCommandBufferBeginInfo begin{};
+  begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+  // Replays may be queued while an earlier one still runs.
+  begin.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
+  VKT_CHECK(vkBeginCommandBuffer(commands_buffer_, &begin));
+  // Orders this work after everything submitted before it on the queue, this
+  // stream's earlier replays included (a barrier's first scope reaches back
+  // across submissions).
+  record_barrier(kWorkStages, kWorkAccess, /*counted=*/false);
+}
+
+Stream::~Stream() {
+  try {
+    last_.wait();
+  } catch (const std::exception& e) {
+    detail::log().error("a stream was destroyed while its work failed: {}", e.what());
+  }
+}
+
+Stream& Stream::operator=(Stream&& other) noexcept {
+  if (this != &other) {
+    try {
+      last_.wait();
+    } catch (const std::exception& e) {
+      detail::log().error("a stream was replaced while its work failed: {}", e.what());
+    }
+    device_ = other.device_;
+    queue_ = other.queue_;
+    descriptor_pools_ = std::move(other.descriptor_pools_);
+    pool_ = std::move(other.pool_);
+    commands_buffer_ = std::exchange(other.commands_buffer_, VK_NULL_HANDLE);
+    pending_ = std::move(other.pending_);
+    last_ = std::exchange(other.last_, {});
+    commands_ = other.commands_;
+    barriers_ = other.barriers_;
+    ended_ = other.ended_;
+  }
+  return *this;
+}
+
+void Stream::check_recording(const char* what) const {
+  if (!pool_) throw Error(fmt::format("cannot {} on a moved-from stream", what));
+  if (ended_) {
+    throw Error(
+        fmt::format("cannot {} on a stream that was already submitted: a stream is "
+                    "recorded once and replayed; record the new work on a new Stream",
+                    what));
+  }
+}
+
+void Stream::check_range(const BufferRange& range, const char* what) const {
+  if (range.buffer == nullptr || !*range.buffer) {
+    throw Error(fmt::format("{}: a buffer is empty (default-constructed or moved-from)", what));
+  }
+  if (&range.buffer->device() != device_) {
+    throw Error(
+        fmt::format("{}: a buffer belongs to another Device (device {}) than this stream "
+                    "(device {}); copy it across with CrossDeviceCopy first",
+                    what, range.buffer->device().info().index, device_->info().index));
+  }
+  if (range.offset > range.buffer->size() ||
+      (range.bytes != BufferRange::kWhole && range.bytes > range.buffer->size() - range.offset)) {
+    throw Error(fmt::format("{}: range of {} bytes at offset {} lies outside a buffer of {} bytes",
+                            what, range.bytes, range.offset, range.buffer->size()));
+  }
+  if (range.size() == 0) throw Error(fmt::format("{}: a buffer range is empty", what));
+}
+
+void Stream::record_barrier(VkPipelineStageFlags dst_stage, VkAccessFlags dst_access,
+                            bool counted) {
+  VkMemoryBarrier barrier{};
+  barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+  barrier.srcAccessMask = kWorkWrites;
+  barrier.dstAccessMask = dst_access;
+  vkCmdPipelineBarrier(commands_buffer_, kWorkStages, dst_stage, 0, 1, &barrier, 0, nullptr, 0,
+                       nullptr);
+  if (counted) ++barriers_;
+  pending_.clear();
+}
+
+void Stream::order(std::span<const Access> accesses) {
+  bool hazard = false;
+  for (const Access& now : accesses) {
+    for (const Access& before : pending_) {
+      if (before.buffer == now.buffer && (before.write || now.write) &&
+          overlaps(before.offset, before.bytes, now.offset, now.bytes)) {
+        hazard = true;
+      }
+    }
+  }
+  if (hazard) record_barrier(kWorkStages, kWorkAccess);
+  pending_.insert(pending_.end(), accesses.begin(), accesses.end());
+}
+
+VkDescriptorSet Stream::allocate_set(VkDescriptorSetLayout layout) {
+  const VkDevice vk = device_->vk_device();
+  VkDescriptorSetAllocateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO;
+  info.descriptorSetCount = 1;
+  info.pSetLayouts = &layout;
+  VkDescriptorSet set = VK_NULL_HANDLE;
+  if (!descriptor_pools_.empty()) {
+    info.descriptorPool = descriptor_pools_.back().get();
+    const VkResult result = vkAllocateDescriptorSets(vk, &info, &set);
+    if (result == VK_SUCCESS) return set;
+    if (result != VK_ERROR_OUT_OF_POOL_MEMORY && result != VK_ERROR_FRAGMENTED_POOL) {
+      detail::check(result, "vkAllocateDescriptorSets");
+    }
+  }
+  // Pools grow in chunks: a stream's sets live as long as its command buffer.
+  const VkDescriptorPoolSize sizes[] = {
+      {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * 8},
+      {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, kSetsPerPool * 4},
+      {VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER, kSetsPerPool},
+      {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, kSetsPerPool},
+  };
+  VkDescriptorPoolCreateInfo pool_info{};
+  pool_info.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
+  pool_info.maxSets = kSetsPerPool;
+  pool_info.poolSizeCount = static_cast<std::uint32_t>(std::size(sizes));
+  pool_info.pPoolSizes = sizes;
+  VkDescriptorPool pool = VK_NULL_HANDLE;
+  VKT_CHECK(vkCreateDescriptorPool(vk, &pool_info, nullptr, &pool));
+  descriptor_pools_.emplace_back(vk, pool);
+  info.descriptorPool = pool;
+  VKT_CHECK(vkAllocateDescriptorSets(vk, &info, &set));
+  return set;
+}
+
+void Stream::dispatch(const Kernel& kernel, std::span<const BufferRange> buffers,
+                      std::span<const std::byte> push, Groups groups) {
+  check_recording("record a dispatch");
+  const std::string where = fmt::format("dispatch of kernel '{}'", kernel.name());
+  if (queue_ == QueueKind::Transfer) {
+    throw Error(where +
+                ": this stream records for the transfer queue, which runs copies only; "
+                "record dispatches on a QueueKind::Compute stream");
+  }
+  if (&kernel.device() != device_) {
+    throw Error(where +
+                ": the kernel was built for another Device; get it from this stream's "
+                "device with device.kernel(...)");
+  }
+  const auto& bindings = kernel.bindings();
+  if (buffers.size() != bindings.size()) {
+    std::string names;
+    for (const auto& b : bindings) names += (names.empty() ? "" : ", ") + b.name;
+    throw Error(fmt::format("{}: the shader takes {} buffer{} ({}) but {} were given", where,
+                            bindings.size(), bindings.size() == 1 ? "" : "s", names,
+                            buffers.size()));
+  }
+  if (push.size() != kernel.push_constant_bytes()) {
+    throw Error(
+        fmt::format("{}: the shader's push constants are {} bytes but {} were given; pass "
+                    "a struct laid out like the shader's push_constant block",
+                    where, kernel.push_constant_bytes(), push.size()));
+  }
+  const VkPhysicalDeviceLimits* limits = &device_->limits();
+  for (int i = 0; i < 3; ++i) {
+    if (groups[i] > limits->maxComputeWorkGroupCount[i]) {
+      throw Error(
+          fmt::format("{}: {} workgroups in dimension {} exceed the device's limit of {}; "
+                      "use larger workgroups or loop inside the shader",
+                      where, groups[i], "xyz"[i], limits -> maxComputeWorkGroupCount[i]));
+    }
+  }
+
+  std::vector<Access> accesses;
+  std::vector<VkDescriptorBufferInfo> infos(buffers.size());
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    const std::string what = fmt::format("{}, buffer {} ({})", where, i, bindings[i].name);
+    check_range(buffers[i], what.c_str());
+    if (bindings[i].kind != detail::BindingKind::StorageBuffer) {
+      throw Error(what + ": texel and uniform buffer bindings are not supported by Stream yet");
+    }
+    if (buffers[i].buffer->kind() != BufferKind::Storage) {
+      throw Error(what +
+                  ": a staging buffer cannot be bound to a kernel; copy it into a storage "
+                  "buffer first");
+    }
+    if (buffers[i].offset % limits->minStorageBufferOffsetAlignment != 0) {
+      throw Error(
+          fmt::format("{}: offset {} is not a multiple of the device's storage buffer "
+                      "alignment ({} bytes)",
+                      what, buffers[i].offset, limits->minStorageBufferOffsetAlignment));
+    }
+    infos[i] = {buffers[i].buffer->vk_buffer(), buffers[i].offset, buffers[i].size()};
+    accesses.push_back(
+        {infos[i].buffer, buffers[i].offset, buffers[i].size(), !bindings[i].read_only});
+  }
+
+  const VkDescriptorSet set = allocate_set(kernel.vk_set_layout());
+  std::vector<VkWriteDescriptorSet> writes(buffers.size());
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+    writes[i].dstSet = set;
+    writes[i].dstBinding = static_cast<std::uint32_t>(i);
+    writes[i].descriptorCount = 1;
+    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[i].pBufferInfo = &infos[i];
+  }
+  vkUpdateDescriptorSets(device_->vk_device(), static_cast<std::uint32_t>(writes.size()),
+                         writes.data(), 0, nullptr);
+
+  order(accesses);
+  vkCmdBindPipeline(commands_buffer_, VK_PIPELINE_BIND_POINT_COMPUTE, kernel.vk_pipeline());
+  vkCmdBindDescriptorSets(commands_buffer_, VK_PIPELINE_BIND_POINT_COMPUTE, kernel.vk_layout(), 0,
+                          1, &set, 0, nullptr);
+  if (!push.empty()) {
+    vkCmdPushConstants(commands_buffer_, kernel.vk_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                       static_cast<std::uint32_t>(push.size()), push.data());
+  }
+  vkCmdDispatch(commands_buffer_, groups[0], groups[1], groups[2]);
+  ++commands_;
+}
+
+Groups Stream::groups_for(const Kernel& kernel, std::uint64_t threads_x, std::uint64_t threads_y,
+                          std::uint64_t threads_z) {
+  const auto local = kernel.local_size();
+  const std::uint64_t threads[3] = {threads_x, threads_y, threads_z};
+  Groups groups{};
+  for (int i = 0; i < 3; ++i) {
+    const std::uint64_t n = (threads[i] + local[i] - 1) / local[i];
+    if (n > UINT32_MAX) {
+      throw Error(fmt::format("kernel '{}': {} threads need more than 2^32 workgroups",
+                              kernel.name(), threads[i]));
+    }
+    groups[i] = static_cast<std::uint32_t>(n);
+  }
+  return groups;
+}
+
+void Stream::copy(BufferRange src, BufferRange dst) {
+  check_recording("record a copy");
+  check_range(src, "copy source");
+  check_range(dst, "copy destination");
+  if (src.size() != dst.size()) {
+    throw Error(
+        fmt::format("copy: the source range holds {} bytes but the destination {}; give "
+                    "ranges of the same size",
+                    src.size(), dst.size()));
+  }
+  if (src.buffer == dst.buffer && overlaps(src.offset, src.size(), dst.offset, dst.size())) {
+    throw Error("copy: source and destination overlap in the same buffer");
+  }
+  const Access accesses[] = {{src.buffer->vk_buffer(), src.offset, src.size(), false},
+                             {dst.buffer->vk_buffer(), dst.offset, dst.size(), true}};
+  order(accesses);
+  VkBufferCopy region{src.offset, dst.offset, src.size()};
+  vkCmdCopyBuffer(commands_buffer_, src.buffer->vk_buffer(), dst.buffer->vk_buffer(), 1, &region);
+  ++commands_;
+}
+
+void Stream::fill(BufferRange dst, std::uint32_t word) {
+  check_recording("record a fill");
+  check_range(dst, "fill");
+  if (dst.offset % 4 != 0 || dst.size() % 4 != 0) {
+    throw Error(fmt::format("fill: offset {} and size {} must be multiples of 4 bytes", dst.offset,
+                            dst.size()));
+  }
+  const Access access[] = {{dst.buffer->vk_buffer(), dst.offset, dst.size(), true}};
+  order(access);
+  vkCmdFillBuffer(commands_buffer_, dst.buffer->vk_buffer(), dst.offset, dst.size(), word);
+  ++commands_;
+}
+
+void Stream::barrier() {
+  check_recording("record a barrier");
+  record_barrier(kWorkStages, kWorkAccess);
+}
+
+Ticket Stream::submit(std::span<const Ticket> waits) {
+  if (!pool_) throw Error("cannot submit a moved-from stream");
+  if (!ended_) {
+    // Makes the work's writes visible to host reads once the ticket completes.
+    record_barrier(VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT, /*counted=*/false);
+    VKT_CHECK(vkEndCommandBuffer(commands_buffer_));
+    ended_ = true;
+  }
+  last_ = device_->submit(queue_, commands_buffer_, waits);
+  return last_;
+}
+
+}  // namespace vkt

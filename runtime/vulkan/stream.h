@@ -1,0 +1,111 @@
+#pragma once
+// Recorded device work: dispatches, copies and the barriers between them.
+
+#include <vulkan/vulkan_core.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <vector>
+
+#include "buffer.h"
+#include "detail/handle.h"
+#include "ticket.h"
+
+namespace vkt {
+
+class Device;
+class Kernel;
+
+/// Workgroup counts of a dispatch.
+using Groups = std::array<std::uint32_t, 3>;
+
+/// A command buffer that is recorded once and submitted as often as wanted.
+/// Barriers are inserted only where a command touches a buffer range that an
+/// earlier command (since the last barrier) wrote, or writes one it read; which
+/// bindings a kernel writes comes from the shader (`readonly` buffers are
+/// reads). Each submission is ordered after the earlier ones of its queue and
+/// makes its writes visible to the host when its ticket completes.
+///
+///   vkt::Stream step(device);
+///   step.dispatch(saxpy, {x, y}, SaxpyParams{2.0f, n}, vkt::Stream::groups_for(saxpy, n));
+///   for (int i = 0; i < 100; ++i) step.submit();   // replays, no re-recording
+///   step.submit().wait();
+class Stream {
+ public:
+  explicit Stream(Device& device, QueueKind queue = QueueKind::Compute);
+  ~Stream();
+  Stream(Stream&& other) noexcept = default;
+  Stream& operator=(Stream&& other) noexcept;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  /// Records `kernel` over `groups` workgroups with `buffers` bound in binding
+  /// order and `push` as its push constants. Throws vkt::Error when the buffers
+  /// or the push-constant size do not match what the shader declares.
+  void dispatch(const Kernel& kernel, std::span<const BufferRange> buffers,
+                std::span<const std::byte> push, Groups groups);
+  template <typename Push>
+  void dispatch(const Kernel& kernel, std::initializer_list<BufferRange> buffers, const Push& push,
+                Groups groups) {
+    dispatch(kernel, std::span<const BufferRange>(buffers.begin(), buffers.size()),
+             std::as_bytes(std::span<const Push>(&push, 1)), groups);
+  }
+  void dispatch(const Kernel& kernel, std::initializer_list<BufferRange> buffers, Groups groups) {
+    dispatch(kernel, std::span<const BufferRange>(buffers.begin(), buffers.size()), {}, groups);
+  }
+  /// Enough workgroups of `kernel` to cover `threads` invocations in x (y, z).
+  static Groups groups_for(const Kernel& kernel, std::uint64_t threads_x,
+                           std::uint64_t threads_y = 1, std::uint64_t threads_z = 1);
+
+  /// Records a copy of `src` into `dst` (same size, same Device; for buffers on
+  /// two devices use CrossDeviceCopy).
+  void copy(BufferRange src, BufferRange dst);
+  /// Records filling `dst` with a repeated 32-bit word (offset and size multiples of 4).
+  void fill(BufferRange dst, std::uint32_t word);
+  /// Records a full barrier whatever the hazards (rarely needed).
+  void barrier();
+
+  /// Ends recording on first use and submits; the ticket completes when the work
+  /// is done. `waits` are tickets of this Device (other queue included) that the
+  /// work must wait for on the device. Recording after a submit is an error.
+  Ticket submit(std::span<const Ticket> waits = {});
+  /// submit() and wait.
+  void run() { submit().wait(); }
+
+  std::size_t command_count() const { return commands_; }
+  /// Barriers recorded between commands (hazards and barrier() calls).
+  std::size_t barrier_count() const { return barriers_; }
+  bool submitted() const { return ended_; }
+  Device& device() const { return *device_; }
+
+ private:
+  struct Access {
+    VkBuffer buffer;
+    std::size_t offset;
+    std::size_t bytes;
+    bool write;
+  };
+  void check_recording(const char* what) const;
+  void check_range(const BufferRange& range, const char* what) const;
+  /// Inserts a barrier if `accesses` conflict with what ran since the last one.
+  void order(std::span<const Access> accesses);
+  void record_barrier(VkPipelineStageFlags dst_stage, VkAccessFlags dst_access,
+                      bool counted = true);
+  VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
+
+  Device* device_;
+  QueueKind queue_;
+  detail::DeviceHandle<VkCommandPool, vkDestroyCommandPool> pool_;
+  std::vector<detail::DeviceHandle<VkDescriptorPool, vkDestroyDescriptorPool>> descriptor_pools_;
+  VkCommandBuffer commands_buffer_ = VK_NULL_HANDLE;  // freed with pool_
+  std::vector<Access> pending_;
+  Ticket last_;
+  std::size_t commands_ = 0;
+  std::size_t barriers_ = 0;
+  bool ended_ = false;
+};
+
+}  // namespace vkt

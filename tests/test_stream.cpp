@@ -1,0 +1,137 @@
+#include <catch2/catch.hpp>
+
+#include <vktower/runtime/vulkan/buffer.h>
+#include <vktower/runtime/vulkan/device.h>
+#include <vktower/runtime/vulkan/instance.h>
+#include <vktower/runtime/vulkan/kernel.h>
+#include <vktower/runtime/vulkan/stream.h>
+#include "test_support.h"
+
+using Catch::Matchers::Contains;
+
+namespace {
+
+struct SaxpyParams {
+  float a;
+  std::uint32_t n;
+};
+
+// Small integers and a = 0.25 keep every step exact in float, so the replayed
+// result can be compared for equality.
+std::vector<float> small_integers(std::size_t n, int seed) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = static_cast<float>(static_cast<int>((i * 7 + seed) % 9) - 4);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("a recorded stream replayed 100 times accumulates exactly, allocating nothing") {
+  vkt::Instance instance;
+  vkt::Device device(instance, 0);
+  const std::uint32_t n = 4099;
+  const std::vector<float> x = small_integers(n, 1);
+  const std::vector<float> y0 = small_integers(n, 5);
+  vkt::Buffer bx(device, n * sizeof(float));
+  vkt::Buffer by(device, n * sizeof(float));
+  bx.upload(x);
+  by.upload(y0);
+
+  const vkt::Kernel& saxpy = device.kernel({.shader = "saxpy", .local_size = {256, 1, 1}});
+  vkt::Stream step(device);
+  step.dispatch(saxpy, {bx, by}, SaxpyParams{0.25f, n}, vkt::Stream::groups_for(saxpy, n));
+
+  const std::uint64_t allocations = device.allocation_count();
+  vkt::Ticket last;
+  for (int i = 0; i < 100; ++i) last = step.submit();  // queued back to back
+  last.wait();
+  CHECK(last.done());
+  CHECK(device.allocation_count() == allocations);
+
+  const std::vector<float> y = by.download<float>();
+  for (std::uint32_t i = 0; i < n; ++i) {
+    REQUIRE(y[i] == y0[i] + 100 * 0.25f * x[i]);
+  }
+}
+
+TEST_CASE("barriers are recorded exactly where commands depend on each other") {
+  vkt::Instance instance;
+  vkt::Device device(instance, 0);
+  const std::uint32_t n = 256;
+  vkt::Buffer a(device, n * sizeof(float));
+  vkt::Buffer b(device, n * sizeof(float));
+  vkt::Buffer c(device, n * sizeof(float));
+  vkt::Buffer d(device, n * sizeof(float));
+  a.upload(std::vector<float>(n, 1.0f));
+  b.upload(std::vector<float>(n, 2.0f));
+  c.upload(std::vector<float>(n, 3.0f));
+  d.upload(std::vector<float>(n, 4.0f));
+  const vkt::Kernel& saxpy = device.kernel({.shader = "saxpy", .local_size = {64, 1, 1}});
+  const vkt::Groups groups = vkt::Stream::groups_for(saxpy, n);
+
+  vkt::Stream stream(device);
+  stream.dispatch(saxpy, {a, b}, SaxpyParams{1.0f, n}, groups);  // b = a + b = 3
+  stream.dispatch(saxpy, {c, d}, SaxpyParams{1.0f, n}, groups);  // independent: d = 7
+  CHECK(stream.barrier_count() == 0);
+  stream.dispatch(saxpy, {a, c}, SaxpyParams{1.0f, n}, groups);  // c was read: WAR, c = 4
+  CHECK(stream.barrier_count() == 1);
+  stream.dispatch(saxpy, {c, b}, SaxpyParams{2.0f, n}, groups);  // reads c just written: b = 11
+  CHECK(stream.barrier_count() == 2);
+  stream.copy(vkt::BufferRange(b, 0, 64), vkt::BufferRange(a, 64, 64));  // reads b: RAW
+  CHECK(stream.barrier_count() == 3);
+  stream.copy(vkt::BufferRange(d, 0, 64), vkt::BufferRange(a, 512, 64));  // disjoint range of a
+  CHECK(stream.barrier_count() == 3);
+  stream.run();
+
+  const auto fa = a.download<float>();
+  CHECK(b.download<float>() == std::vector<float>(n, 11.0f));
+  CHECK(c.download<float>() == std::vector<float>(n, 4.0f));
+  CHECK(d.download<float>() == std::vector<float>(n, 7.0f));
+  CHECK(fa[0] == 1.0f);
+  CHECK(fa[16] == 11.0f);  // bytes 64..127
+  CHECK(fa[128] == 7.0f);  // bytes 512..575
+  CHECK(fa[255] == 1.0f);
+}
+
+TEST_CASE("fill and copy on the transfer queue; dispatch there is refused") {
+  vkt::Instance instance;
+  vkt::Device device(instance, 0);
+  vkt::Buffer src(device, 1024);
+  vkt::Buffer dst(device, 1024);
+  vkt::Stream compute(device);
+  compute.fill(src, 0x3f800000u);  // 1.0f
+  compute.run();
+
+  vkt::Stream transfer(device, vkt::QueueKind::Transfer);
+  transfer.copy(src, dst);
+  transfer.run();
+  CHECK(dst.download<float>() == std::vector<float>(256, 1.0f));
+
+  vkt::Stream copies(device, vkt::QueueKind::Transfer);
+  const vkt::Kernel& saxpy = device.kernel({.shader = "saxpy"});
+  CHECK_THAT(vkt::test::error_of([&] {
+               copies.dispatch(saxpy, {src, dst}, SaxpyParams{1.0f, 4}, vkt::Groups{1, 1, 1});
+             }),
+             Contains("transfer queue, which runs copies only"));
+}
+
+TEST_CASE("stream misuse is a vkt::Error naming the problem") {
+  vkt::Instance instance;
+  vkt::Device device(instance, 0);
+  vkt::Buffer a(device, 256);
+  vkt::Buffer b(device, 128);
+  vkt::Stream stream(device);
+  CHECK_THAT(vkt::test::error_of([&] { stream.copy(a, b); }),
+             Contains("source range holds 256 bytes but the destination 128"));
+  CHECK_THAT(vkt::test::error_of(
+                 [&] { stream.copy(vkt::BufferRange(a, 0, 128), vkt::BufferRange(a, 64, 128)); }),
+             Contains("overlap"));
+  CHECK_THAT(vkt::test::error_of([&] { stream.fill(vkt::BufferRange(a, 2, 8), 0); }),
+             Contains("multiples of 4"));
+  CHECK_THAT(vkt::test::error_of([&] { stream.copy(vkt::BufferRange(a, 200, 100), b); }),
+             Contains("lies outside a buffer of 256 bytes"));
+  stream.copy(vkt::BufferRange(a, 0, 128), b);
+  stream.run();
+  CHECK_THAT(vkt::test::error_of([&] { stream.fill(a, 0); }), Contains("already submitted"));
+}
