@@ -18,12 +18,13 @@ function(vkt_embed_shaders)
   foreach(src IN LISTS ARG_SOURCES)
     get_filename_component(abs "${src}" ABSOLUTE)
     get_filename_component(name "${src}" NAME_WE)
+    get_filename_component(src_dir "${abs}" DIRECTORY)
     set(spv "${out_dir}/${name}.spv")
     set(cpp "${out_dir}/${name}.spv.cpp")
     add_custom_command(
       OUTPUT "${cpp}"
       COMMAND "${VKT_GLSLANG}" -V --quiet --target-env ${VKT_SHADER_TARGET_ENV}
-              -I${CMAKE_CURRENT_SOURCE_DIR} --depfile "${spv}.d" -o "${spv}" "${abs}"
+              -I${src_dir} --depfile "${spv}.d" -o "${spv}" "${abs}"
       COMMAND "${VKT_SPIRV_VAL}" --target-env ${VKT_SHADER_TARGET_ENV} "${spv}"
       COMMAND "${CMAKE_COMMAND}" -DSPV=${spv} -DOUT=${cpp} -DNAME=${name}
               -P "${_vkt_shaders_dir}/VktSpirvToCpp.cmake"

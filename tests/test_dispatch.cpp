@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cfloat>
 #include <cmath>
 
 #include <vktower/runtime/vulkan/buffer.h>
@@ -50,8 +51,10 @@ TEST_CASE("saxpy on the device matches the CPU element by element") {
   const std::vector<float> out = by.download<float>();
   std::size_t wrong = 0;
   for (std::uint32_t i = 0; i < n; ++i) {
+    // A few ulps of the operands' magnitude: float a*x and the sum round once each.
     const double expected = static_cast<double>(a) * x[i] + y[i];
-    if (std::abs(out[i] - expected) > 1e-6 * std::max(1.0, std::abs(expected))) ++wrong;
+    const double scale = std::abs(static_cast<double>(a) * x[i]) + std::abs(y[i]);
+    if (!(std::abs(out[i] - expected) <= 2 * FLT_EPSILON * scale)) ++wrong;
   }
   CHECK(wrong == 0);
   for (std::uint32_t i = n; i < n + tail; ++i) CHECK(out[i] == y[i]);
