@@ -2,6 +2,7 @@
 // vktower: data-parallel training on every Vulkan device of a machine.
 // The one header an application needs:  #include <vktower/vktower.h>
 
+#include "runtime/version.h"
 #include "runtime/vulkan/buffer.h"
 #include "runtime/vulkan/cross_device_copy.h"
 #include "runtime/vulkan/device.h"

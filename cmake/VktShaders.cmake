@@ -21,16 +21,23 @@ function(vkt_embed_shaders)
     get_filename_component(src_dir "${abs}" DIRECTORY)
     set(spv "${out_dir}/${name}.spv")
     set(cpp "${out_dir}/${name}.spv.cpp")
+    # Two steps so that glslang's depfile (which names the .spv) matches its
+    # command's output, and an included .glsl change recompiles only its users.
     add_custom_command(
-      OUTPUT "${cpp}"
+      OUTPUT "${spv}"
       COMMAND "${VKT_GLSLANG}" -V --quiet --target-env ${VKT_SHADER_TARGET_ENV}
               -I${src_dir} --depfile "${spv}.d" -o "${spv}" "${abs}"
       COMMAND "${VKT_SPIRV_VAL}" --target-env ${VKT_SHADER_TARGET_ENV} "${spv}"
-      COMMAND "${CMAKE_COMMAND}" -DSPV=${spv} -DOUT=${cpp} -DNAME=${name}
-              -P "${_vkt_shaders_dir}/VktSpirvToCpp.cmake"
-      DEPENDS "${abs}" "${_vkt_shaders_dir}/VktSpirvToCpp.cmake"
+      DEPENDS "${abs}"
       DEPFILE "${spv}.d"
       COMMENT "Compiling shader ${name}.comp to SPIR-V"
+      VERBATIM)
+    add_custom_command(
+      OUTPUT "${cpp}"
+      COMMAND "${CMAKE_COMMAND}" -DSPV=${spv} -DOUT=${cpp} -DNAME=${name}
+              -P "${_vkt_shaders_dir}/VktSpirvToCpp.cmake"
+      DEPENDS "${spv}" "${_vkt_shaders_dir}/VktSpirvToCpp.cmake"
+      COMMENT "Embedding ${name}.spv"
       VERBATIM)
     list(APPEND generated "${cpp}")
     list(APPEND names "${name}")

@@ -7,15 +7,20 @@
 
 #include <vktower/runtime/vulkan/instance.h>
 
+#include "shared_device.h"
+
 int main(int argc, char* argv[]) {
   const int failed = Catch::Session().run(argc, argv);
+  vkt::test::release_shared_device();  // so that leaks it reports are counted
   const bool validation = vkt::InstanceOptions::from_environment().validation;
   const std::uint64_t messages = vkt::Instance::process_validation_messages();
-  std::printf("validation layer: %s, validation messages: %llu\n", validation ? "on" : "OFF",
-              static_cast<unsigned long long>(messages));
+  // stderr: catch_discover_tests reads stdout of the listing run as test names.
+  std::fprintf(stderr, "validation layer: %s, validation messages: %llu\n",
+               validation ? "on" : "OFF", static_cast<unsigned long long>(messages));
   if (messages > 0) {
-    std::printf("FAILED: the Vulkan validation layer reported %llu message(s); see the log above\n",
-                static_cast<unsigned long long>(messages));
+    std::fprintf(
+        stderr, "FAILED: the Vulkan validation layer reported %llu message(s); see the log above\n",
+        static_cast<unsigned long long>(messages));
     return 1;
   }
   return failed;

@@ -94,7 +94,7 @@ TEST_CASE("barriers are recorded exactly where commands depend on each other") {
   CHECK(fa[255] == 1.0f);
 }
 
-TEST_CASE("fill and copy on the transfer queue; dispatch there is refused") {
+TEST_CASE("fill and copy on the transfer queue, dispatch there is refused") {
   vkt::Instance instance;
   vkt::Device device(instance, 0);
   vkt::Buffer src(device, 1024);

@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "No Vulkan device found. {}\n", install_hint);
       return 2;
     }
-    fmt::print("vktower {} found {} Vulkan device{}{}\n\n", VKT_VERSION, devices.size(),
+    fmt::print("vktower {} found {} Vulkan device{}{}\n\n", vkt::version(), devices.size(),
                devices.size() == 1 ? "" : "s",
                instance.validation_enabled() ? " (validation layer on)" : "");
     int failures = 0;

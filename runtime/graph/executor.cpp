@@ -1,0 +1,315 @@
+#include "executor.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <set>
+
+#include "../vulkan/device.h"
+#include "../vulkan/error.h"
+
+namespace vkt {
+
+namespace {
+constexpr std::size_t kStepParamsBytes = 16;  // u32 step, u32 seed, 2 spare
+}
+
+class Executor::Context final : public RecordContext {
+ public:
+  explicit Context(Executor& e) : e_(e) {}
+  Device& device() override { return e_.graph_->device(); }
+  Stream& stream() override { return e_.stream_; }
+  BufferRange buffer(const Tensor& t) override { return e_.range(t); }
+  BufferRange step_params() override {
+    return BufferRange(e_.feed_arena_, e_.params_offset_, kStepParamsBytes);
+  }
+  bool training() const override { return e_.options_.training; }
+
+ private:
+  Executor& e_;
+};
+
+Executor::Executor(Graph& graph, std::vector<Tensor> fetches, ExecutorOptions options)
+    : graph_(&graph), options_(options), fetches_(std::move(fetches)), stream_(graph.device()) {
+  if (fetches_.empty()) throw Error("an Executor needs at least one tensor to fetch");
+  for (const Tensor& f : fetches_) {
+    if (!f.valid() || &f.graph() != graph_) {
+      throw Error("an Executor fetch belongs to another graph (or is empty)");
+    }
+  }
+  // The nodes the fetches need, in graph order (which is topological).
+  std::set<int> needed;
+  std::function<void(const Tensor&)> visit = [&](const Tensor& t) {
+    const int node = graph_->info(t).node;
+    if (node < 0 || needed.count(node)) return;
+    needed.insert(node);
+    for (const Tensor& in : graph_->nodes()[node].inputs) visit(in);
+  };
+  for (const Tensor& f : fetches_) visit(f);
+  const std::vector<int> order(needed.begin(), needed.end());
+  plan(order);
+  record(order);
+}
+
+Executor::~Executor() {
+  try {
+    last_.wait();
+  } catch (...) {
+    // The device is lost; the buffers are released all the same.
+  }
+}
+
+void Executor::plan(const std::vector<int>& order) {
+  Graph& g = *graph_;
+  const std::size_t alignment = g.device().limits().minStorageBufferOffsetAlignment;
+  const auto bytes_of = [&](int id) {
+    return static_cast<std::size_t>(g.info(Tensor(graph_, id)).shape.elements()) * 4;
+  };
+
+  // Every tensor the program touches, and the last node (position) reading each.
+  std::map<int, int> last_use;
+  std::set<int> touched;
+  for (int pos = 0; pos < static_cast<int>(order.size()); ++pos) {
+    const Node& node = g.nodes()[order[pos]];
+    touched.insert(node.output.id());
+    for (const Tensor& in : node.inputs) {
+      touched.insert(in.id());
+      last_use[in.id()] = pos;
+    }
+  }
+  for (const Tensor& f : fetches_) touched.insert(f.id());
+
+  std::size_t feed_bytes = kStepParamsBytes, grad_bytes = 0, const_bytes = 0;
+  params_offset_ = 0;
+  feed_bytes = align_up(feed_bytes, alignment);
+  for (int id : touched) {
+    const TensorInfo& info = g.info(Tensor(graph_, id));
+    const std::size_t bytes = bytes_of(id);
+    switch (info.kind) {
+      case TensorKind::Variable: {
+        const BufferRange r = g.variable_range(Tensor(graph_, id));
+        places_[id] = {Place::Arena::Variables, r.offset, bytes};
+        break;
+      }
+      case TensorKind::Input:
+        places_[id] = {Place::Arena::Feed, feed_bytes, bytes};
+        feed_bytes = align_up(feed_bytes + bytes, alignment);
+        break;
+      case TensorKind::Constant:
+        places_[id] = {Place::Arena::Constants, const_bytes, bytes};
+        const_bytes = align_up(const_bytes + bytes, alignment);
+        break;
+      case TensorKind::Op:
+        if (info.gradient_of >= 0) {
+          places_[id] = {Place::Arena::Gradients, grad_bytes, bytes};
+          grad_bytes = align_up(grad_bytes + bytes, alignment);
+        }
+        break;
+    }
+  }
+  if (touched.count(-1)) throw Error("internal: bad tensor id");
+  // The graph's variable arena exists even when the program reads no variable.
+  (void)g.variable_arena();
+
+  // Views share their root's memory; a root lives as long as its last view.
+  std::map<int, int> root_of;
+  std::function<int(int)> root = [&](int id) -> int {
+    const TensorInfo& info = g.info(Tensor(graph_, id));
+    if (info.kind != TensorKind::Op || info.gradient_of >= 0) return id;
+    const Node& node = g.nodes()[info.node];
+    if (!node.op->view_offset()) return id;
+    return root(node.inputs[0].id());
+  };
+  const int end = static_cast<int>(order.size());
+  std::set<int> pinned;
+  for (const Tensor& f : fetches_) pinned.insert(root(f.id()));
+  std::map<int, int> root_last;
+  for (int id : touched) {
+    const int r = root(id);
+    root_of[id] = r;
+    const int use = pinned.count(r) ? end : (last_use.count(id) ? last_use[id] : -1);
+    root_last[r] = std::max(root_last.count(r) ? root_last[r] : -1, use);
+  }
+
+  // Activations: first fit over the blocks still alive at each definition.
+  struct Block {
+    std::size_t offset, bytes;
+    int last;
+  };
+  std::vector<Block> live;
+  std::size_t activation_bytes = 0;
+  for (int pos = 0; pos < end; ++pos) {
+    const Node& node = g.nodes()[order[pos]];
+    const int id = node.output.id();
+    if (places_.count(id) || root_of[id] != id) continue;
+    live.erase(
+        std::remove_if(live.begin(), live.end(), [&](const Block& b) { return b.last < pos; }),
+        live.end());
+    std::sort(live.begin(), live.end(),
+              [](const Block& a, const Block& b) { return a.offset < b.offset; });
+    const std::size_t bytes = align_up(bytes_of(id), alignment);
+    std::size_t offset = 0;
+    for (const Block& b : live) {
+      if (offset + bytes <= b.offset) break;
+      offset = std::max(offset, b.offset + b.bytes);
+    }
+    live.push_back({offset, bytes, std::max(root_last[id], pos)});
+    places_[id] = {Place::Arena::Activations, offset, bytes_of(id)};
+    activation_bytes = std::max(activation_bytes, offset + bytes);
+  }
+  // Views: their root's place plus the view's offset.
+  for (int pos = 0; pos < end; ++pos) {
+    const Node& node = g.nodes()[order[pos]];
+    const int id = node.output.id();
+    if (places_.count(id)) continue;
+    const Place& parent = places_.at(node.inputs[0].id());
+    places_[id] = {parent.arena, parent.offset + *node.op->view_offset(), bytes_of(id)};
+  }
+
+  Device& device = g.device();
+  const auto make = [&](std::size_t bytes) { return Buffer(device, std::max(bytes, alignment)); };
+  gradient_arena_ = make(grad_bytes);
+  feed_arena_ = make(feed_bytes);
+  constant_arena_ = make(const_bytes);
+  activation_arena_ = make(activation_bytes);
+  if (!feed_arena_.mapped()) {
+    feed_staging_ = Buffer(device, feed_arena_.size(), BufferKind::Staging);
+  }
+  std::vector<std::byte> constants(constant_arena_.size());
+  for (const auto& [id, data] : g.constant_data()) {
+    if (auto p = places_.find(id); p != places_.end()) {
+      std::memcpy(constants.data() + p->second.offset, data.data(), data.size());
+    }
+  }
+  constant_arena_.upload(std::span<const std::byte>(constants));
+}
+
+void Executor::record(const std::vector<int>& order) {
+  if (feed_staging_) stream_.copy(feed_staging_, feed_arena_);
+  Context ctx(*this);
+  for (int index : order) {
+    const Node& node = graph_->nodes()[index];
+    if (node.op->view_offset()) continue;
+    node.op->record(ctx, node.inputs, node.output);
+  }
+}
+
+Buffer& Executor::arena(Place::Arena a) {
+  return const_cast<Buffer&>(static_cast<const Executor*>(this)->arena(a));
+}
+
+const Buffer& Executor::arena(Place::Arena a) const {
+  switch (a) {
+    case Place::Arena::Variables:
+      return graph_->variable_arena();
+    case Place::Arena::Gradients:
+      return gradient_arena_;
+    case Place::Arena::Feed:
+      return feed_arena_;
+    case Place::Arena::Constants:
+      return constant_arena_;
+    default:
+      return activation_arena_;
+  }
+}
+
+BufferRange Executor::range(const Tensor& tensor) const {
+  auto found = places_.find(tensor.id());
+  if (found == places_.end()) {
+    throw Error(
+        fmt::format("tensor '{}' is not part of this Executor's program; fetch it when "
+                    "making the Executor",
+                    tensor.name()));
+  }
+  return BufferRange(arena(found->second.arena), found->second.offset, found->second.bytes);
+}
+
+std::span<std::byte> Executor::feed_host() {
+  return feed_staging_ ? feed_staging_.host() : feed_arena_.host();
+}
+
+void Executor::feed_bytes(const std::string& name, std::span<const std::byte> bytes, DType dtype) {
+  const std::optional<Tensor> input = graph_->find_input(name);
+  if (!input) throw Error(fmt::format("feed: the graph has no input named '{}'", name));
+  auto place = places_.find(input->id());
+  if (place == places_.end()) {
+    throw Error(fmt::format("feed: input '{}' is not used by this Executor's fetches", name));
+  }
+  if (input->dtype() != dtype) {
+    throw Error(fmt::format("feed: input '{}' holds {} values, {} were given", name,
+                            to_string(input->dtype()), to_string(dtype)));
+  }
+  if (bytes.size() != place->second.bytes) {
+    throw Error(fmt::format("feed: input '{}' has shape {} ({} values) but {} values were given",
+                            name, input->shape().str(), input->shape().elements(),
+                            bytes.size() / 4));
+  }
+  last_.wait();  // the last run may still read the old values
+  std::memcpy(feed_host().data() + place->second.offset, bytes.data(), bytes.size());
+  fed_[name] = 1;
+}
+
+void Executor::feed(const std::string& name, std::span<const float> values) {
+  feed_bytes(name, std::as_bytes(values), DType::F32);
+}
+void Executor::feed(const std::string& name, std::span<const std::int32_t> values) {
+  feed_bytes(name, std::as_bytes(values), DType::I32);
+}
+
+Ticket Executor::run() {
+  for (const auto& [id, place] : places_) {
+    const TensorInfo& info = graph_->info(Tensor(graph_, id));
+    if (info.kind == TensorKind::Input && !fed_.count(info.name)) {
+      throw Error(
+          fmt::format("run: input '{}' ({}) was never fed; call feed(\"{}\", values) "
+                      "before run()",
+                      info.name, info.shape.str(), info.name));
+    }
+  }
+  last_.wait();
+  const std::uint32_t params[4] = {step_, static_cast<std::uint32_t>(graph_->options().seed), 0, 0};
+  std::memcpy(feed_host().data() + params_offset_, params, sizeof(params));
+  ++step_;
+  last_ = stream_.submit();
+  return last_;
+}
+
+void Executor::wait() {
+  last_.wait();
+}
+
+void Executor::check_fetched(const Tensor& t) const {
+  const TensorInfo& info = graph_->info(t);
+  if (info.kind == TensorKind::Variable || info.gradient_of >= 0) return;
+  for (const Tensor& f : fetches_) {
+    if (f == t) return;
+  }
+  throw Error(
+      fmt::format("read: '{}' was not fetched by this Executor, so its memory may have been "
+                  "reused; add it to the fetches",
+                  info.name));
+}
+
+std::vector<float> Executor::read(const Tensor& tensor) {
+  check_fetched(tensor);
+  if (tensor.dtype() != DType::F32) throw Error("read: the tensor holds i32 values; use read_i32");
+  last_.wait();
+  const BufferRange r = range(tensor);
+  std::vector<float> values(r.size() / 4);
+  r.buffer->download(std::as_writable_bytes(std::span<float>(values)), r.offset);
+  return values;
+}
+
+std::vector<std::int32_t> Executor::read_i32(const Tensor& tensor) {
+  check_fetched(tensor);
+  if (tensor.dtype() != DType::I32) throw Error("read_i32: the tensor holds f32 values; use read");
+  last_.wait();
+  const BufferRange r = range(tensor);
+  std::vector<std::int32_t> values(r.size() / 4);
+  r.buffer->download(std::as_writable_bytes(std::span<std::int32_t>(values)), r.offset);
+  return values;
+}
+
+}  // namespace vkt

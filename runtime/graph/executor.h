@@ -1,0 +1,97 @@
+#pragma once
+// Plans a graph's memory once, records its step once, replays it.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "../vulkan/buffer.h"
+#include "../vulkan/stream.h"
+#include "../vulkan/ticket.h"
+#include "graph.h"
+
+namespace vkt {
+
+struct ExecutorOptions {
+  /// Training program (dropout active) or evaluation/prediction.
+  bool training = true;
+};
+
+/// Runs the part of a Graph that `fetches` need. At construction it places every
+/// tensor (variables in the graph's variable arena, gradients in one gradient
+/// arena, inputs and the per-step parameters in a feed arena, constants in a
+/// constant arena, activations in an arena whose space is reused once a tensor
+/// is dead) and records the whole step into one Stream. Each run() writes the
+/// step parameters and submits that stream again: nothing is allocated or
+/// re-recorded after construction.
+///
+///   vkt::Executor step(g, {loss, grad_w});
+///   step.feed("x", batch);
+///   step.run();
+///   float l = step.read(loss)[0];
+class Executor {
+ public:
+  Executor(Graph& graph, std::vector<Tensor> fetches, ExecutorOptions options = {});
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  /// Copies host values into input `name` for the next runs. Waits for the last
+  /// run first (it may still read the old values). Size and type must match.
+  void feed(const std::string& name, std::span<const float> values);
+  void feed(const std::string& name, std::span<const std::int32_t> values);
+
+  /// Submits the recorded step; every input must have been fed once.
+  Ticket run();
+  /// Waits for the last run.
+  void wait();
+
+  /// The values of a fetched tensor (or a variable) after the last run; waits for it.
+  std::vector<float> read(const Tensor& tensor);
+  std::vector<std::int32_t> read_i32(const Tensor& tensor);
+
+  /// Where a tensor of this program lives (for optimizers and the towers).
+  BufferRange range(const Tensor& tensor) const;
+  Buffer& gradient_arena() { return gradient_arena_; }
+  Stream& stream() { return stream_; }
+  Graph& graph() const { return *graph_; }
+  std::uint32_t step() const { return step_; }
+  /// Dispatches and barriers in the recorded step.
+  std::size_t dispatch_count() const { return stream_.command_count(); }
+
+ private:
+  struct Place {
+    enum class Arena { Variables, Gradients, Feed, Constants, Activations } arena;
+    std::size_t offset = 0;
+    std::size_t bytes = 0;
+  };
+  class Context;
+
+  void plan(const std::vector<int>& order);
+  void record(const std::vector<int>& order);
+  Buffer& arena(Place::Arena a);
+  const Buffer& arena(Place::Arena a) const;
+  std::span<std::byte> feed_host();
+  void feed_bytes(const std::string& name, std::span<const std::byte> bytes, DType dtype);
+  void check_fetched(const Tensor& t) const;
+
+  Graph* graph_;
+  ExecutorOptions options_;
+  std::vector<Tensor> fetches_;
+  std::map<int, Place> places_;  // tensor id -> place
+  std::map<std::string, int> fed_;
+  Buffer gradient_arena_;
+  Buffer feed_arena_;
+  Buffer feed_staging_;  // when the feed arena is not mapped
+  Buffer constant_arena_;
+  Buffer activation_arena_;
+  Stream stream_;
+  Ticket last_;
+  std::uint32_t step_ = 0;
+  std::size_t params_offset_ = 0;
+};
+
+}  // namespace vkt

@@ -1,0 +1,197 @@
+#include "graph.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "../vulkan/device.h"
+#include "../vulkan/error.h"
+
+namespace vkt {
+
+const Shape& Tensor::shape() const {
+  return graph_->info(*this).shape;
+}
+DType Tensor::dtype() const {
+  return graph_->info(*this).dtype;
+}
+const std::string& Tensor::name() const {
+  return graph_->info(*this).name;
+}
+
+Graph::Graph(Device& device, GraphOptions options) : device_(&device), options_(options) {}
+Graph::~Graph() = default;
+
+Tensor Graph::add_tensor(TensorInfo info) {
+  tensors_.push_back(std::move(info));
+  return Tensor(this, static_cast<int>(tensors_.size()) - 1);
+}
+
+void Graph::check_name_free(const std::string& name, const char* what) const {
+  if (name.empty()) throw Error(fmt::format("a {} needs a name", what));
+  if (inputs_.count(name) || variable_index_.count(name)) {
+    throw Error(
+        fmt::format("cannot make {} '{}': the graph already has an input or variable of "
+                    "that name; pick another name",
+                    what, name));
+  }
+}
+
+void Graph::check_open(const char* what) const {
+  if (variable_arena_) {
+    throw Error(
+        fmt::format("cannot add {} after an Executor has run this graph: its variables are "
+                    "placed once; make every variable before the first Executor",
+                    what));
+  }
+}
+
+Tensor Graph::input(const std::string& name, const Shape& shape, DType dtype) {
+  check_name_free(name, "input");
+  Tensor t = add_tensor({shape, dtype, TensorKind::Input, name});
+  inputs_[name] = t.id();
+  return t;
+}
+
+Tensor Graph::variable(const std::string& name, const Shape& shape, const Initializer& initializer,
+                       bool trainable) {
+  if (auto found = variable_index_.find(name); found != variable_index_.end()) {
+    const Variable& existing = variables_[found->second];
+    if (existing.tensor.shape() != shape) {
+      throw Error(
+          fmt::format("variable '{}' already exists with shape {}; it was asked for again "
+                      "with shape {}. A name means one variable: use another name, or "
+                      "the same shape",
+                      name, existing.tensor.shape().str(), shape.str()));
+    }
+    return existing.tensor;
+  }
+  if (inputs_.count(name)) check_name_free(name, "variable");
+  if (name.empty()) throw Error("a variable needs a name");
+  check_open(fmt::format("variable '{}'", name).c_str());
+  Tensor t = add_tensor({shape, DType::F32, TensorKind::Variable, name});
+  variable_index_[name] = static_cast<int>(variables_.size());
+  variables_.push_back({t, initializer, trainable});
+  return t;
+}
+
+std::optional<Tensor> Graph::find_variable(const std::string& name) const {
+  auto found = variable_index_.find(name);
+  if (found == variable_index_.end()) return std::nullopt;
+  return variables_[found->second].tensor;
+}
+
+std::optional<Tensor> Graph::find_input(const std::string& name) const {
+  auto found = inputs_.find(name);
+  if (found == inputs_.end()) return std::nullopt;
+  return Tensor(const_cast<Graph*>(this), found->second);
+}
+
+Tensor Graph::constant(const Shape& shape, std::span<const float> values) {
+  if (static_cast<std::int64_t>(values.size()) != shape.elements()) {
+    throw Error(fmt::format("constant of shape {} needs {} values, {} were given", shape.str(),
+                            shape.elements(), values.size()));
+  }
+  Tensor t = add_tensor({shape, DType::F32, TensorKind::Constant,
+                         fmt::format("{}const_{}", scope_, tensors_.size())});
+  const auto bytes = std::as_bytes(values);
+  constants_[t.id()] = std::vector<std::byte>(bytes.begin(), bytes.end());
+  return t;
+}
+
+Tensor Graph::constant_i32(const Shape& shape, std::span<const std::int32_t> values) {
+  if (static_cast<std::int64_t>(values.size()) != shape.elements()) {
+    throw Error(fmt::format("constant of shape {} needs {} values, {} were given", shape.str(),
+                            shape.elements(), values.size()));
+  }
+  Tensor t = add_tensor({shape, DType::I32, TensorKind::Constant,
+                         fmt::format("{}const_{}", scope_, tensors_.size())});
+  const auto bytes = std::as_bytes(values);
+  constants_[t.id()] = std::vector<std::byte>(bytes.begin(), bytes.end());
+  return t;
+}
+
+Tensor Graph::add_node(std::unique_ptr<Op> op, std::vector<Tensor> inputs, const Shape& shape,
+                       DType dtype) {
+  for (const Tensor& in : inputs) {
+    if (!in.valid() || &in.graph() != this) {
+      throw Error(
+          fmt::format("op '{}': an input belongs to another graph (or is empty); ops "
+                      "combine tensors of one graph, that is of one device",
+                      op->type()));
+    }
+  }
+  const std::string name = fmt::format("{}{}_{}", scope_, op->type(), nodes_.size());
+  Tensor out = add_tensor({shape, dtype, TensorKind::Op, name, static_cast<int>(nodes_.size())});
+  nodes_.push_back({std::move(op), std::move(inputs), out});
+  return out;
+}
+
+std::vector<Tensor> Graph::trainable_variables() const {
+  std::vector<Tensor> out;
+  for (const Variable& v : variables_) {
+    if (v.trainable) out.push_back(v.tensor);
+  }
+  return out;
+}
+
+const Variable& Graph::variable_of(const Tensor& t) const {
+  if (info(t).kind != TensorKind::Variable) {
+    throw Error(fmt::format("'{}' is not a variable", info(t).name));
+  }
+  return variables_[variable_index_.at(info(t).name)];
+}
+
+Buffer& Graph::variable_arena() {
+  if (variable_arena_) return variable_arena_;
+  const std::size_t alignment = device_->limits().minStorageBufferOffsetAlignment;
+  std::size_t total = 0;
+  for (const Variable& v : variables_) {
+    const std::size_t bytes = static_cast<std::size_t>(v.tensor.shape().elements()) * 4;
+    variable_offsets_[v.tensor.id()] = {total, bytes};
+    total = align_up(total + bytes, alignment);
+  }
+  Buffer arena(*device_, std::max<std::size_t>(total, alignment));
+  std::vector<std::byte> initial(arena.size());
+  for (const Variable& v : variables_) {
+    const std::vector<float> values = initial_values(v.initializer, v.tensor.shape(),
+                                                     variable_seed(options_.seed, v.tensor.name()));
+    std::memcpy(initial.data() + variable_offsets_[v.tensor.id()].first, values.data(),
+                values.size() * sizeof(float));
+  }
+  arena.upload(std::span<const std::byte>(initial));
+  variable_arena_ = std::move(arena);
+  return variable_arena_;
+}
+
+BufferRange Graph::variable_range(const Tensor& variable) {
+  Buffer& arena = variable_arena();
+  auto found = variable_offsets_.find(variable.id());
+  if (found == variable_offsets_.end()) {
+    throw Error(fmt::format("'{}' is not a variable of this graph", info(variable).name));
+  }
+  return BufferRange(arena, found->second.first, found->second.second);
+}
+
+}  // namespace vkt
+
+namespace vkt {
+
+void Graph::assign(const Tensor& variable, std::span<const float> values) {
+  const BufferRange r = variable_range(variable);
+  if (values.size() * sizeof(float) != r.size()) {
+    throw Error(fmt::format("assign: variable '{}' has shape {} ({} values) but {} were given",
+                            info(variable).name, info(variable).shape.str(),
+                            info(variable).shape.elements(), values.size()));
+  }
+  variable_arena_.upload(std::as_bytes(values), r.offset);
+}
+
+std::vector<float> Graph::values(const Tensor& variable) {
+  const BufferRange r = variable_range(variable);
+  std::vector<float> out(r.size() / sizeof(float));
+  variable_arena_.download(std::as_writable_bytes(std::span<float>(out)), r.offset);
+  return out;
+}
+
+}  // namespace vkt

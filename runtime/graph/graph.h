@@ -1,0 +1,134 @@
+#pragma once
+// A model's computation on one device: inputs, variables, constants and ops.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "../vulkan/buffer.h"
+#include "initializer.h"
+#include "op.h"
+#include "tensor.h"
+
+namespace vkt {
+
+class Device;
+
+enum class TensorKind { Input, Variable, Constant, Op };
+
+/// What the graph knows of each tensor.
+struct TensorInfo {
+  Shape shape;
+  DType dtype = DType::F32;
+  TensorKind kind = TensorKind::Op;
+  std::string name;
+  int node = -1;         ///< index of the producing node, for TensorKind::Op
+  int gradient_of = -1;  ///< variable tensor id, when autodiff made this its gradient
+};
+
+struct Node {
+  std::unique_ptr<Op> op;
+  std::vector<Tensor> inputs;
+  Tensor output;
+};
+
+struct Variable {
+  Tensor tensor;
+  Initializer initializer;
+  bool trainable = true;
+};
+
+struct GraphOptions {
+  std::uint64_t seed = 0;  ///< seeds variable initializers and dropout
+};
+
+/// The graph of one tower: everything lives on one Device. Built once, run many
+/// times by an Executor. Variables are named and unique: asking again for an
+/// existing name returns the same variable, which is how towers share them.
+///
+///   vkt::Graph g(device);
+///   vkt::Tensor x = g.input("x", {32, 784});
+///   vkt::Tensor w = g.variable("w", {784, 10}, vkt::Initializer::glorot_uniform());
+///   vkt::Tensor logits = vkt::matmul(x, w);
+class Graph {
+ public:
+  explicit Graph(Device& device, GraphOptions options = {});
+  ~Graph();
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  Device& device() const { return *device_; }
+  const GraphOptions& options() const { return options_; }
+
+  /// A value fed by the host before each run. Names are unique.
+  Tensor input(const std::string& name, const Shape& shape, DType dtype = DType::F32);
+  /// The variable `name`: made on first use, returned as is afterwards. Asking
+  /// for an existing name with another shape is a vkt::Error.
+  Tensor variable(const std::string& name, const Shape& shape,
+                  const Initializer& initializer = Initializer::zeros(), bool trainable = true);
+  std::optional<Tensor> find_variable(const std::string& name) const;
+  std::optional<Tensor> find_input(const std::string& name) const;
+  /// A constant tensor (values uploaded once). `values.size()` must equal the shape's elements.
+  Tensor constant(const Shape& shape, std::span<const float> values);
+  Tensor constant_i32(const Shape& shape, std::span<const std::int32_t> values);
+  Tensor scalar(float value) { return constant({}, std::span<const float>(&value, 1)); }
+
+  /// Adds an op node; used by the op builders. Checks that every input belongs
+  /// to this graph.
+  Tensor add_node(std::unique_ptr<Op> op, std::vector<Tensor> inputs, const Shape& shape,
+                  DType dtype = DType::F32);
+
+  const TensorInfo& info(const Tensor& t) const { return tensors_.at(t.id()); }
+  TensorInfo& info_mutable(const Tensor& t) { return tensors_.at(t.id()); }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const std::vector<Variable>& variables() const { return variables_; }
+  std::vector<Tensor> trainable_variables() const;
+  const Variable& variable_of(const Tensor& t) const;
+  int tensor_count() const { return static_cast<int>(tensors_.size()); }
+
+  /// The constants' initial bytes, by tensor id (the Executor uploads them).
+  const std::map<int, std::vector<std::byte>>& constant_data() const { return constants_; }
+
+  /// Prefix for the names of new ops ("tower_1/"); variables are never prefixed.
+  void set_name_scope(std::string scope) { scope_ = std::move(scope); }
+  const std::string& name_scope() const { return scope_; }
+
+  /// The variables' memory: one arena Buffer for all of them, made (and filled
+  /// from the initializers) the first time an Executor needs it. Variables
+  /// cannot be added after that.
+  Buffer& variable_arena();
+  BufferRange variable_range(const Tensor& variable);
+  /// Overwrites a variable's values (a checkpoint restore, a test). Call it only
+  /// while no run is in flight.
+  void assign(const Tensor& variable, std::span<const float> values);
+  std::vector<float> values(const Tensor& variable);
+  bool variables_materialized() const { return static_cast<bool>(variable_arena_); }
+
+ private:
+  Tensor add_tensor(TensorInfo info);
+  void check_name_free(const std::string& name, const char* what) const;
+  void check_open(const char* what) const;
+
+  Device* device_;
+  GraphOptions options_;
+  std::vector<TensorInfo> tensors_;
+  std::vector<Node> nodes_;
+  std::vector<Variable> variables_;
+  std::map<std::string, int> variable_index_;
+  std::map<std::string, int> inputs_;
+  std::map<int, std::vector<std::byte>> constants_;
+  std::string scope_;
+  Buffer variable_arena_;
+  std::map<int, std::pair<std::size_t, std::size_t>> variable_offsets_;  // id -> offset, bytes
+};
+
+/// Rounds `bytes` up to a multiple of `alignment`.
+inline std::size_t align_up(std::size_t bytes, std::size_t alignment) {
+  return (bytes + alignment - 1) / alignment * alignment;
+}
+
+}  // namespace vkt

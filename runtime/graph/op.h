@@ -1,0 +1,63 @@
+#pragma once
+// The interface every op implements: record its kernels, build its gradient.
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "../vulkan/buffer.h"
+#include "tensor.h"
+
+namespace vkt {
+
+class Device;
+class Stream;
+
+/// What an op gets from the Executor when it records its forward computation.
+class RecordContext {
+ public:
+  virtual ~RecordContext() = default;
+  virtual Device& device() = 0;
+  virtual Stream& stream() = 0;
+  /// The memory of a tensor (input, output, or any tensor the op names).
+  virtual BufferRange buffer(const Tensor& tensor) = 0;
+  /// A small buffer the host rewrites before each run: u32 step, u32 seed.
+  virtual BufferRange step_params() = 0;
+  /// True in a training program (dropout drops), false in evaluation.
+  virtual bool training() const = 0;
+};
+
+/// A gradient: dense, or sparse rows (`values` [k, ...] added at rows `indices`
+/// [k] of the variable), as an embedding lookup produces.
+struct Gradient {
+  Tensor dense{};
+  Tensor values{};
+  Tensor indices{};
+
+  bool sparse() const { return values.valid(); }
+  bool valid() const { return dense.valid() || values.valid(); }
+};
+
+/// One operation with one output. Each op kind lives in its own small file
+/// under runtime/graph/ops/, with its builder function and its gradient.
+class Op {
+ public:
+  virtual ~Op() = default;
+  /// The kind, e.g. "add" or "matmul", used in names and messages.
+  virtual std::string type() const = 0;
+  /// Records the forward computation of `output` from `inputs`.
+  virtual void record(RecordContext& ctx, std::span<const Tensor> inputs,
+                      const Tensor& output) const = 0;
+  /// Builds, as new ops, the gradient of the loss with respect to each input
+  /// given `dy`, the gradient with respect to the output. An invalid Gradient
+  /// means "no gradient flows to this input" (labels, indices, masks).
+  virtual std::vector<Gradient> gradient(std::span<const Tensor> inputs, const Tensor& output,
+                                         const Tensor& dy) const = 0;
+  /// For ops whose output is a window on their first input's memory (reshape,
+  /// row slices): the byte offset of the window. They record nothing.
+  virtual std::optional<std::size_t> view_offset() const { return std::nullopt; }
+};
+
+}  // namespace vkt

@@ -1,0 +1,117 @@
+// Reductions (shaders/reduce.comp): to any shape whose dimensions are x's or 1.
+#include <fmt/format.h>
+
+#include "../../vulkan/error.h"
+#include "../graph.h"
+#include "elementwise.h"
+#include "kernel_util.h"
+#include "reduce.h"
+#include "shape_ops.h"
+
+namespace vkt {
+namespace {
+
+enum class ReduceKind : std::uint32_t { Sum, Max };
+
+struct ReducePush {
+  std::uint32_t n, pad[3];
+  std::array<std::uint32_t, 4> out_dims, x_strides, red_dims;
+};
+
+/// Reduces x to `shape` (right-aligned, each dimension x's or 1).
+class ReduceOp final : public Op {
+ public:
+  explicit ReduceOp(ReduceKind kind) : kind_(kind) {}
+  std::string type() const override {
+    return kind_ == ReduceKind::Sum ? "reduce_sum" : "reduce_max";
+  }
+
+  void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
+    const auto x_dims = ops_detail::dims4(in[0].shape());
+    ReducePush push{};
+    push.n = static_cast<std::uint32_t>(out.shape().elements());
+    push.out_dims = ops_detail::dims4(out.shape());
+    std::uint32_t stride = 1;
+    for (int i = 3; i >= 0; --i) {
+      push.x_strides[i] = stride;
+      stride *= x_dims[i];
+      push.red_dims[i] = push.out_dims[i] == 1 ? x_dims[i] : 1;
+    }
+    ops_detail::dispatch_1d(ctx,
+                            ops_detail::kernel_1d(ctx, "reduce", static_cast<std::uint32_t>(kind_)),
+                            {ctx.buffer(in[0]), ctx.buffer(out)}, push, out.shape().elements());
+  }
+
+  std::vector<Gradient> gradient(std::span<const Tensor> in, const Tensor& out,
+                                 const Tensor& dy) const override {
+    const Tensor& x = in[0];
+    if (kind_ == ReduceKind::Sum) return {Gradient{broadcast_to(dy, x.shape())}};
+    // Ties share the gradient equally, as TensorFlow's reduce_max does.
+    const Tensor mask = equal(x, out);
+    const Tensor count = sum_to(mask, out.shape());
+    return {Gradient{mul(mask, div(dy, count))}};
+  }
+
+ private:
+  ReduceKind kind_;
+};
+
+Tensor reduce_to(ReduceKind kind, const Tensor& x, const Shape& shape, const std::string& what) {
+  if (!x.valid()) throw Error(what + ": the input tensor is empty");
+  if (x.dtype() != DType::F32) throw Error(what + ": the tensor holds i32 values");
+  if (x.shape() == shape) return x;  // reducing over nothing
+  return x.graph().add_node(std::make_unique<ReduceOp>(kind), {x}, shape);
+}
+
+Shape kept(const Shape& s, int axis) {
+  std::vector<std::int64_t> d = s.dims();
+  d[axis] = 1;
+  return Shape(d);
+}
+
+Shape dropped(const Shape& s, int axis) {
+  std::vector<std::int64_t> d = s.dims();
+  d.erase(d.begin() + axis);
+  return Shape(d);
+}
+
+Tensor reduce_axis(ReduceKind kind, const Tensor& x, int axis, bool keepdims, const char* name) {
+  const std::string what = fmt::format("{}('{}', axis {})", name, x.name(), axis);
+  const int a = x.shape().axis(axis, what.c_str());
+  const Tensor r = reduce_to(kind, x, kept(x.shape(), a), what);
+  return keepdims ? r : reshape(r, dropped(x.shape(), a));
+}
+
+}  // namespace
+
+Tensor sum_to(const Tensor& x, const Shape& shape) {
+  if (x.shape() == shape) return x;
+  const std::string what = fmt::format("sum_to('{}', {})", x.name(), shape.str());
+  if (broadcast_shapes(shape, x.shape(), what) != x.shape()) {
+    throw Error(fmt::format("{}: {} does not broadcast to {}", what, shape.str(), x.shape().str()));
+  }
+  return reduce_to(ReduceKind::Sum, x, shape, what);
+}
+
+Tensor reduce_sum(const Tensor& x) {
+  return reduce_to(ReduceKind::Sum, x, Shape{}, "reduce_sum");
+}
+Tensor reduce_max(const Tensor& x) {
+  return reduce_to(ReduceKind::Max, x, Shape{}, "reduce_max");
+}
+Tensor reduce_mean(const Tensor& x) {
+  return reduce_sum(x) * (1.0f / static_cast<float>(x.shape().elements()));
+}
+
+Tensor reduce_sum(const Tensor& x, int axis, bool keepdims) {
+  return reduce_axis(ReduceKind::Sum, x, axis, keepdims, "reduce_sum");
+}
+Tensor reduce_max(const Tensor& x, int axis, bool keepdims) {
+  return reduce_axis(ReduceKind::Max, x, axis, keepdims, "reduce_max");
+}
+Tensor reduce_mean(const Tensor& x, int axis, bool keepdims) {
+  const int a = x.shape().axis(axis, "reduce_mean");
+  return reduce_sum(x, axis, keepdims) * (1.0f / static_cast<float>(x.shape()[a]));
+}
+
+}  // namespace vkt

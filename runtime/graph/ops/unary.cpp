@@ -1,0 +1,161 @@
+// Unary elementwise ops (shaders/unary.comp) and their gradients
+// (shaders/unary_grad.comp).
+#include <fmt/format.h>
+
+#include "../../vulkan/error.h"
+#include "../graph.h"
+#include "elementwise.h"
+#include "kernel_util.h"
+
+namespace vkt {
+namespace {
+
+// The OP codes of unary.comp and unary_grad.comp.
+enum class UnaryKind : std::uint32_t {
+  Neg,
+  Abs,
+  Exp,
+  Log,
+  Sqrt,
+  Square,
+  Pow,
+  Relu,
+  LeakyRelu,
+  Elu,
+  Gelu,
+  Sigmoid,
+  Tanh,
+  Softplus,
+  Sign,
+  Identity
+};
+
+const char* name_of(UnaryKind k) {
+  static const char* names[] = {"neg",  "abs",      "exp",        "log",     "sqrt", "square",
+                                "pow",  "relu",     "leaky_relu", "elu",     "gelu", "sigmoid",
+                                "tanh", "softplus", "sign",       "identity"};
+  return names[static_cast<int>(k)];
+}
+
+struct UnaryPush {
+  std::uint32_t n;
+  float alpha;
+};
+
+class UnaryGradOp final : public Op {
+ public:
+  UnaryGradOp(UnaryKind kind, float alpha) : kind_(kind), alpha_(alpha) {}
+  std::string type() const override { return std::string(name_of(kind_)) + "_grad"; }
+  void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
+    const std::int64_t n = out.shape().elements();
+    ops_detail::dispatch_1d(
+        ctx, ops_detail::kernel_1d(ctx, "unary_grad", static_cast<std::uint32_t>(kind_)),
+        {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(in[2]), ctx.buffer(out)},
+        UnaryPush{static_cast<std::uint32_t>(n), alpha_}, n);
+  }
+  std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor&,
+                                 const Tensor&) const override {
+    throw Error(fmt::format("{}: second derivatives are not supported", type()));
+  }
+
+ private:
+  UnaryKind kind_;
+  float alpha_;
+};
+
+class UnaryOp final : public Op {
+ public:
+  UnaryOp(UnaryKind kind, float alpha) : kind_(kind), alpha_(alpha) {}
+  std::string type() const override { return name_of(kind_); }
+  void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
+    const std::int64_t n = out.shape().elements();
+    ops_detail::dispatch_1d(
+        ctx, ops_detail::kernel_1d(ctx, "unary", static_cast<std::uint32_t>(kind_)),
+        {ctx.buffer(in[0]), ctx.buffer(out)}, UnaryPush{static_cast<std::uint32_t>(n), alpha_}, n);
+  }
+  std::vector<Gradient> gradient(std::span<const Tensor> in, const Tensor& out,
+                                 const Tensor& dy) const override {
+    switch (kind_) {
+      case UnaryKind::Sign:
+        return {Gradient{}};
+      case UnaryKind::Identity:
+        return {Gradient{dy}};
+      case UnaryKind::Neg:
+        return {Gradient{neg(dy)}};
+      default:
+        break;
+    }
+    Graph& g = out.graph();
+    return {Gradient{
+        g.add_node(std::make_unique<UnaryGradOp>(kind_, alpha_), {in[0], out, dy}, out.shape())}};
+  }
+
+ private:
+  UnaryKind kind_;
+  float alpha_;
+};
+
+Tensor unary(UnaryKind kind, const Tensor& x, float alpha = 0.0f) {
+  if (!x.valid()) throw Error(fmt::format("{}: the input tensor is empty", name_of(kind)));
+  if (x.dtype() != DType::F32) {
+    throw Error(fmt::format("{}: input '{}' holds i32 values; elementwise ops take f32",
+                            name_of(kind), x.name()));
+  }
+  return x.graph().add_node(std::make_unique<UnaryOp>(kind, alpha), {x}, x.shape());
+}
+
+}  // namespace
+
+Tensor neg(const Tensor& x) {
+  return unary(UnaryKind::Neg, x);
+}
+Tensor abs(const Tensor& x) {
+  return unary(UnaryKind::Abs, x);
+}
+Tensor exp(const Tensor& x) {
+  return unary(UnaryKind::Exp, x);
+}
+Tensor log(const Tensor& x) {
+  return unary(UnaryKind::Log, x);
+}
+Tensor sqrt(const Tensor& x) {
+  return unary(UnaryKind::Sqrt, x);
+}
+Tensor square(const Tensor& x) {
+  return unary(UnaryKind::Square, x);
+}
+Tensor pow(const Tensor& x, float c) {
+  return unary(UnaryKind::Pow, x, c);
+}
+Tensor relu(const Tensor& x) {
+  return unary(UnaryKind::Relu, x);
+}
+Tensor leaky_relu(const Tensor& x, float alpha) {
+  return unary(UnaryKind::LeakyRelu, x, alpha);
+}
+Tensor elu(const Tensor& x, float alpha) {
+  return unary(UnaryKind::Elu, x, alpha);
+}
+Tensor gelu(const Tensor& x) {
+  return unary(UnaryKind::Gelu, x);
+}
+Tensor sigmoid(const Tensor& x) {
+  return unary(UnaryKind::Sigmoid, x);
+}
+Tensor tanh(const Tensor& x) {
+  return unary(UnaryKind::Tanh, x);
+}
+Tensor softplus(const Tensor& x) {
+  return unary(UnaryKind::Softplus, x);
+}
+Tensor sign(const Tensor& x) {
+  return unary(UnaryKind::Sign, x);
+}
+Tensor identity(const Tensor& x) {
+  return unary(UnaryKind::Identity, x);
+}
+Tensor operator-(const Tensor& a) {
+  return neg(a);
+}
+
+}  // namespace vkt

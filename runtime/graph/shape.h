@@ -1,0 +1,48 @@
+#pragma once
+// Tensor shapes (rank 0 to 4) and element types.
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace vkt {
+
+/// Element type of a tensor: f32 for values, i32 for labels and indices.
+enum class DType { F32, I32 };
+
+const char* to_string(DType dtype);
+
+/// Dimensions of a tensor, outermost first; rank 0 is a scalar. Every
+/// dimension is at least 1.
+///
+///   vkt::Shape s{32, 10};   // rank 2, 320 elements
+class Shape {
+ public:
+  static constexpr int kMaxRank = 4;
+
+  Shape() = default;
+  /// Throws vkt::Error for rank > 4 or a dimension < 1.
+  Shape(std::initializer_list<std::int64_t> dims);
+  explicit Shape(std::vector<std::int64_t> dims);
+
+  int rank() const { return static_cast<int>(dims_.size()); }
+  std::int64_t operator[](int axis) const { return dims_[axis]; }
+  const std::vector<std::int64_t>& dims() const { return dims_; }
+  std::int64_t elements() const;
+  /// "[32, 10]"; a scalar is "[]".
+  std::string str() const;
+  /// Resolves a negative axis (-1 is the last) and checks it; `what` names the op.
+  int axis(int axis, const char* what) const;
+
+  bool operator==(const Shape& other) const = default;
+
+ private:
+  std::vector<std::int64_t> dims_;
+};
+
+/// The NumPy broadcast of two shapes (dimensions aligned from the right, each
+/// pair equal or one of them 1). Throws vkt::Error naming `op` and both shapes.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& op);
+
+}  // namespace vkt

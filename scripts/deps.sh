@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages vktower needs, and only those that are missing.
+# Idempotent: when everything is installed it neither calls apt nor needs root.
+set -euo pipefail
+
+packages=(
+  # build tools
+  cmake ninja-build g++ pkg-config
+  # Vulkan: loader and headers, lavapipe (CPU device), validation layer, vulkaninfo
+  libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
+  # shader compiler and SPIR-V validator
+  glslang-tools spirv-tools
+  # libraries
+  libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev zlib1g-dev libopenblas-dev
+  # tests and benchmarks
+  catch2 libbenchmark-dev
+)
+
+missing=()
+for pkg in "${packages[@]}"; do
+  status="$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)"
+  if [[ "$status" != "installed" ]]; then
+    missing+=("$pkg")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "deps: all ${#packages[@]} Debian packages are installed"
+  exit 0
+fi
+
+echo "deps: installing ${missing[*]}"
+if [[ $(id -u) -eq 0 ]]; then
+  as_root=()
+elif command -v sudo >/dev/null 2>&1; then
+  as_root=(sudo)
+else
+  echo "deps: these packages are missing and this script is not root and has no sudo:" >&2
+  echo "  apt-get install ${missing[*]}" >&2
+  exit 1
+fi
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
+  apt-get install -y --no-install-recommends "${missing[@]}"

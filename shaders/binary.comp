@@ -1,0 +1,48 @@
+#version 450
+// out = a (op) b with NumPy broadcasting over up to 4 dimensions: each operand
+// is read through strides, 0 along its broadcast dimensions. The op codes are
+// BinaryKind in runtime/graph/ops/binary.cpp.
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint OP = 0;
+
+layout(std430, binding = 0) readonly buffer A { float a[]; };
+layout(std430, binding = 1) readonly buffer B { float b[]; };
+layout(std430, binding = 2) writeonly buffer Out { float o[]; };
+layout(push_constant) uniform Params {
+  uint n;
+  uint pad0, pad1, pad2;
+  uvec4 dims;       // output dimensions, outermost first, padded with 1 on the left
+  uvec4 a_strides;  // element strides of a per output dimension (0 = broadcast)
+  uvec4 b_strides;
+};
+
+void main() {
+  uint i = gl_GlobalInvocationID.x;
+  if (i >= n) return;
+  uint rest = i;
+  uint ia = 0, ib = 0;
+  for (int d = 3; d >= 0; --d) {
+    uint c = rest % dims[d];
+    rest /= dims[d];
+    ia += c * a_strides[d];
+    ib += c * b_strides[d];
+  }
+  float x = a[ia];
+  float y = b[ib];
+  float r;
+  switch (OP) {
+    case 0: r = x + y; break;
+    case 1: r = x - y; break;
+    case 2: r = x * y; break;
+    case 3: r = x / y; break;
+    case 4: r = max(x, y); break;
+    case 5: r = min(x, y); break;
+    case 6: r = x >= y ? 1.0 : 0.0; break;
+    case 7: r = x == y ? 1.0 : 0.0; break;
+    case 8: r = x != y ? 1.0 : 0.0; break;
+    case 9: r = y == 0.0 ? 0.0 : x / y; break;
+    case 10: r = x > y ? 1.0 : 0.0; break;
+    default: r = x; break;  // 11: broadcast a
+  }
+  o[i] = r;
+}

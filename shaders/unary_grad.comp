@@ -1,0 +1,49 @@
+#version 450
+// dx = dy * f'(x) for the unary op OP (same codes as unary.comp), using the
+// forward output y where that is cheaper (exp, sqrt, sigmoid, tanh, elu).
+#extension GL_GOOGLE_include_directive : require
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint OP = 0;
+
+layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 1) readonly buffer Y { float y[]; };
+layout(std430, binding = 2) readonly buffer DY { float dy[]; };
+layout(std430, binding = 3) writeonly buffer DX { float dx[]; };
+layout(push_constant) uniform Params {
+  uint n;
+  float alpha;
+};
+
+#include "activations.glsl"
+
+void main() {
+  uint i = gl_GlobalInvocationID.x;
+  if (i >= n) return;
+  float v = x[i];
+  float out_v = y[i];
+  float d;
+  switch (OP) {
+    case 0: d = -1.0; break;
+    case 1: d = sign(v); break;
+    case 2: d = out_v; break;
+    case 3: d = 1.0 / v; break;
+    case 4: d = 0.5 / out_v; break;
+    case 5: d = 2.0 * v; break;
+    case 6: d = alpha * power(v, alpha - 1.0); break;
+    case 7: d = v > 0.0 ? 1.0 : 0.0; break;
+    case 8: d = v >= 0.0 ? 1.0 : alpha; break;
+    case 9: d = v > 0.0 ? 1.0 : out_v + alpha; break;
+    case 10: {
+      float inner = SQRT_2_OVER_PI * (v + GELU_C * v * v * v);
+      float t = stable_tanh(inner);
+      d = 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * SQRT_2_OVER_PI * (1.0 + 3.0 * GELU_C * v * v);
+      break;
+    }
+    case 11: d = out_v * (1.0 - out_v); break;
+    case 12: d = 1.0 - out_v * out_v; break;
+    case 13: d = sigmoid(v); break;
+    case 14: d = 0.0; break;
+    default: d = 1.0; break;
+  }
+  dx[i] = dy[i] * d;
+}

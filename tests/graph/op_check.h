@@ -1,0 +1,166 @@
+#pragma once
+// The op test harness: runs one op on the device and checks
+//   - its forward values against a CPU reference in double precision, and
+//   - the device's gradient of L = sum(w * op(x)) (w fixed random weights) for
+//     every input against central finite differences of the CPU reference.
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <vktower/runtime/graph/autodiff.h>
+#include <vktower/runtime/graph/executor.h>
+#include <vktower/runtime/graph/graph.h>
+#include <vktower/runtime/graph/ops/elementwise.h>
+#include <vktower/runtime/graph/ops/reduce.h>
+
+#include "../shared_device.h"
+
+namespace vkt::test {
+
+using Values = std::vector<double>;
+
+struct OpSpec {
+  std::string name;
+  std::vector<Shape> shapes;
+  std::function<Tensor(const std::vector<Tensor>&)> build;
+  std::function<Values(const std::vector<Values>&)> reference;
+  /// Range of the random inputs, per input (default [-1, 1] for all).
+  std::vector<std::pair<double, double>> ranges{};
+  /// Inputs that get a gradient (default: all).
+  std::vector<bool> differentiable{};
+  double forward_tolerance = 1e-5;
+  double gradient_tolerance = 2e-3;
+};
+
+struct OpResult {
+  std::vector<Values> inputs;
+  std::vector<float> output;
+  std::vector<std::vector<float>> gradients;
+};
+
+inline double close_enough(double got, double want, double tol) {
+  return std::abs(got - want) <= tol * (1.0 + std::abs(want));
+}
+
+inline OpResult check_op(const OpSpec& spec, std::uint32_t seed = 1) {
+  INFO("op " << spec.name);
+  Device& device = shared_device();
+  Graph g(device);
+  std::mt19937 rng(seed);
+  std::vector<Tensor> inputs;
+  OpResult result;
+  for (std::size_t i = 0; i < spec.shapes.size(); ++i) {
+    inputs.push_back(g.input("in" + std::to_string(i), spec.shapes[i]));
+    const auto range = i < spec.ranges.size() ? spec.ranges[i] : std::pair{-1.0, 1.0};
+    std::uniform_real_distribution<float> dist(static_cast<float>(range.first),
+                                               static_cast<float>(range.second));
+    Values v(static_cast<std::size_t>(spec.shapes[i].elements()));
+    for (double& x : v) x = dist(rng);  // float values, held in double
+    result.inputs.push_back(v);
+  }
+  const Tensor y = spec.build(inputs);
+  const Values expected = spec.reference(result.inputs);
+  REQUIRE(static_cast<std::int64_t>(expected.size()) == y.shape().elements());
+
+  std::uniform_real_distribution<float> wdist(-1.0f, 1.0f);
+  std::vector<float> w(expected.size());
+  for (float& x : w) x = wdist(rng);
+  const Tensor loss = reduce_sum(mul(y, g.constant(y.shape(), w)));
+  std::vector<Tensor> wrt;
+  std::vector<std::size_t> wrt_index;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (i >= spec.differentiable.size() || spec.differentiable[i]) {
+      wrt.push_back(inputs[i]);
+      wrt_index.push_back(i);
+    }
+  }
+  const std::vector<Gradient> grads = gradients(loss, wrt);
+  std::vector<Tensor> fetches{y, loss};
+  for (const Gradient& gr : grads) {
+    REQUIRE(gr.valid());
+    fetches.push_back(gr.dense);
+  }
+  Executor exec(g, fetches);
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    std::vector<float> f(result.inputs[i].begin(), result.inputs[i].end());
+    exec.feed("in" + std::to_string(i), f);
+  }
+  exec.run();
+  result.output = exec.read(y);
+  std::size_t wrong = 0;
+  for (std::size_t j = 0; j < expected.size(); ++j) {
+    if (!close_enough(result.output[j], expected[j], spec.forward_tolerance)) {
+      if (wrong++ < 5)
+        UNSCOPED_INFO("forward[" << j << "] = " << result.output[j] << ", expected "
+                                 << expected[j]);
+    }
+  }
+  CHECK(wrong == 0);
+
+  // L(x) = sum_j w_j f(x)_j on the CPU reference, differentiated numerically.
+  const auto L = [&](const std::vector<Values>& x) {
+    const Values out = spec.reference(x);
+    double s = 0;
+    for (std::size_t j = 0; j < out.size(); ++j) s += w[j] * out[j];
+    return s;
+  };
+  for (std::size_t k = 0; k < wrt.size(); ++k) {
+    const std::size_t i = wrt_index[k];
+    const std::vector<float> got = exec.read(grads[k].dense);
+    REQUIRE(got.size() == result.inputs[i].size());
+    std::vector<Values> x = result.inputs;
+    std::size_t bad = 0;
+    for (std::size_t j = 0; j < got.size(); ++j) {
+      const double x0 = x[i][j];
+      const double h = 1e-6 * std::max(1.0, std::abs(x0));
+      x[i][j] = x0 + h;
+      const double up = L(x);
+      x[i][j] = x0 - h;
+      const double down = L(x);
+      x[i][j] = x0;
+      const double numeric = (up - down) / (2 * h);
+      if (!close_enough(got[j], numeric, spec.gradient_tolerance)) {
+        if (bad++ < 5) {
+          UNSCOPED_INFO("d/d input" << i << "[" << j << "] = " << got[j] << ", finite difference "
+                                    << numeric << " at x = " << x0);
+        }
+      }
+    }
+    CHECK(bad == 0);
+    result.gradients.push_back(got);
+  }
+  return result;
+}
+
+/// Row-major index helpers for references over up-to-4-D broadcasting.
+inline std::vector<std::int64_t> padded(const Shape& s) {
+  std::vector<std::int64_t> d(4, 1);
+  for (int i = 0; i < s.rank(); ++i) d[4 - s.rank() + i] = s[i];
+  return d;
+}
+
+/// Element of `v` (shape `s`) read at the coordinates `c` of a broadcast shape.
+inline double at_broadcast(const Values& v, const Shape& s, const std::vector<std::int64_t>& c) {
+  const auto d = padded(s);
+  std::int64_t index = 0;
+  for (int i = 0; i < 4; ++i) index = index * d[i] + (d[i] == 1 ? 0 : c[i]);
+  return v[static_cast<std::size_t>(index)];
+}
+
+/// Coordinates (4-D, padded) of flat index `j` in shape `s`.
+inline std::vector<std::int64_t> coords(std::int64_t j, const Shape& s) {
+  const auto d = padded(s);
+  std::vector<std::int64_t> c(4);
+  for (int i = 3; i >= 0; --i) {
+    c[i] = j % d[i];
+    j /= d[i];
+  }
+  return c;
+}
+
+}  // namespace vkt::test

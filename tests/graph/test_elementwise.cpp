@@ -1,0 +1,270 @@
+// Forward values and gradients of the elementwise ops, the reductions and
+// reshape, against double-precision CPU references (see op_check.h).
+#include <fmt/format.h>
+
+#include <vktower/runtime/graph/ops/shape_ops.h>
+
+#include "op_check.h"
+
+using vkt::Shape;
+using vkt::Tensor;
+using vkt::test::OpSpec;
+using vkt::test::Values;
+
+namespace {
+
+struct UnaryCase {
+  const char* name;
+  std::function<Tensor(const Tensor&)> build;
+  std::function<double(double)> f;
+  std::pair<double, double> range{-2.0, 2.0};
+};
+
+double sigmoid_ref(double x) {
+  return 1.0 / (1.0 + std::exp(-x));
+}
+
+const std::vector<UnaryCase>& unary_cases() {
+  static const std::vector<UnaryCase> cases = {
+      {"neg", [](const Tensor& x) { return vkt::neg(x); }, [](double x) { return -x; }},
+      {"abs", [](const Tensor& x) { return vkt::abs(x); }, [](double x) { return std::abs(x); }},
+      {"exp", [](const Tensor& x) { return vkt::exp(x); }, [](double x) { return std::exp(x); }},
+      {"log",
+       [](const Tensor& x) { return vkt::log(x); },
+       [](double x) { return std::log(x); },
+       {0.1, 3.0}},
+      {"sqrt",
+       [](const Tensor& x) { return vkt::sqrt(x); },
+       [](double x) { return std::sqrt(x); },
+       {0.1, 3.0}},
+      {"square", [](const Tensor& x) { return vkt::square(x); }, [](double x) { return x * x; }},
+      {"pow 3", [](const Tensor& x) { return vkt::pow(x, 3.0f); },
+       [](double x) { return x * x * x; }},
+      {"pow 1.5",
+       [](const Tensor& x) { return vkt::pow(x, 1.5f); },
+       [](double x) { return std::pow(x, 1.5); },
+       {0.1, 3.0}},
+      {"relu", [](const Tensor& x) { return vkt::relu(x); },
+       [](double x) { return std::max(x, 0.0); }},
+      {"leaky_relu", [](const Tensor& x) { return vkt::leaky_relu(x, 0.1f); },
+       [](double x) { return x >= 0 ? x : 0.1 * x; }},
+      {"elu", [](const Tensor& x) { return vkt::elu(x, 0.7f); },
+       [](double x) { return x > 0 ? x : 0.7 * (std::exp(x) - 1); }},
+      {"gelu", [](const Tensor& x) { return vkt::gelu(x); },
+       [](double x) {
+         return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+       }},
+      {"sigmoid", [](const Tensor& x) { return vkt::sigmoid(x); }, sigmoid_ref, {-8, 8}},
+      {"tanh",
+       [](const Tensor& x) { return vkt::tanh(x); },
+       [](double x) { return std::tanh(x); },
+       {-5, 5}},
+      {"softplus",
+       [](const Tensor& x) { return vkt::softplus(x); },
+       [](double x) { return std::log1p(std::exp(x)); },
+       {-8, 8}},
+  };
+  return cases;
+}
+
+}  // namespace
+
+TEST_CASE("unary ops: forward and gradient against the CPU reference") {
+  const std::int64_t n = GENERATE(1, 7, 33, 127, 1000);
+  for (const UnaryCase& c : unary_cases()) {
+    OpSpec spec{
+        .name = std::string(c.name) + " on " + std::to_string(n),
+        .shapes = {Shape{n}},
+        .build = [&](const std::vector<Tensor>& in) { return c.build(in[0]); },
+        .reference =
+            [&](const std::vector<Values>& in) {
+              Values out(in[0].size());
+              for (std::size_t i = 0; i < out.size(); ++i) out[i] = c.f(in[0][i]);
+              return out;
+            },
+        .ranges = {c.range},
+    };
+    vkt::test::check_op(spec, static_cast<std::uint32_t>(n));
+  }
+}
+
+namespace {
+
+struct BinaryCase {
+  const char* name;
+  std::function<Tensor(const Tensor&, const Tensor&)> build;
+  std::function<double(double, double)> f;
+  std::pair<double, double> b_range{-1.0, 1.0};
+};
+
+const std::vector<BinaryCase>& binary_cases() {
+  static const std::vector<BinaryCase> cases = {
+      {"add", [](const Tensor& a, const Tensor& b) { return a + b; },
+       [](double a, double b) { return a + b; }},
+      {"sub", [](const Tensor& a, const Tensor& b) { return a - b; },
+       [](double a, double b) { return a - b; }},
+      {"mul", [](const Tensor& a, const Tensor& b) { return a * b; },
+       [](double a, double b) { return a * b; }},
+      {"div",
+       [](const Tensor& a, const Tensor& b) { return a / b; },
+       [](double a, double b) { return a / b; },
+       {0.5, 2.0}},
+      {"div_no_nan",
+       [](const Tensor& a, const Tensor& b) { return vkt::div_no_nan(a, b); },
+       [](double a, double b) { return b == 0 ? 0 : a / b; },
+       {0.5, 2.0}},
+      {"maximum", [](const Tensor& a, const Tensor& b) { return vkt::maximum(a, b); },
+       [](double a, double b) { return std::max(a, b); }},
+      {"minimum", [](const Tensor& a, const Tensor& b) { return vkt::minimum(a, b); },
+       [](double a, double b) { return std::min(a, b); }},
+  };
+  return cases;
+}
+
+Values broadcast_reference(const std::function<double(double, double)>& f, const Values& a,
+                           const Shape& sa, const Values& b, const Shape& sb) {
+  const Shape out = vkt::broadcast_shapes(sa, sb, "reference");
+  Values r(static_cast<std::size_t>(out.elements()));
+  for (std::int64_t j = 0; j < out.elements(); ++j) {
+    const auto c = vkt::test::coords(j, out);
+    r[static_cast<std::size_t>(j)] =
+        f(vkt::test::at_broadcast(a, sa, c), vkt::test::at_broadcast(b, sb, c));
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("binary ops with broadcasting: forward and gradient against the CPU reference") {
+  const auto shapes = GENERATE(std::pair{Shape{7, 33}, Shape{7, 33}},          // same shape
+                               std::pair{Shape{7, 33}, Shape{33}},             // [N,D] with [D]
+                               std::pair{Shape{7, 33}, Shape{7, 1}},           // [N,D] with [N,1]
+                               std::pair{Shape{127}, Shape{}},                 // with a scalar
+                               std::pair{Shape{}, Shape{5, 3}},                // scalar first
+                               std::pair{Shape{4, 1}, Shape{1, 6}},            // outer broadcast
+                               std::pair{Shape{2, 3, 1, 5}, Shape{3, 4, 1}});  // rank 4
+  for (const BinaryCase& c : binary_cases()) {
+    OpSpec spec{
+        .name = std::string(c.name) + " " + shapes.first.str() + " " + shapes.second.str(),
+        .shapes = {shapes.first, shapes.second},
+        .build = [&](const std::vector<Tensor>& in) { return c.build(in[0], in[1]); },
+        .reference =
+            [&](const std::vector<Values>& in) {
+              return broadcast_reference(c.f, in[0], shapes.first, in[1], shapes.second);
+            },
+        .ranges = {{-1.0, 1.0}, c.b_range},
+    };
+    vkt::test::check_op(spec, 3);
+  }
+}
+
+TEST_CASE("comparison ops give 0/1 masks and pass no gradient") {
+  vkt::Device& device = vkt::test::shared_device();
+  vkt::Graph g(device);
+  const Tensor a = g.input("a", {4});
+  const Tensor b = g.input("b", {4});
+  const Tensor ge = vkt::greater_equal(a, b), gt = vkt::greater(a, b), eq = vkt::equal(a, b),
+               ne = vkt::not_equal(a, b);
+  const Tensor loss = vkt::reduce_sum(ge * a + gt * b);
+  const auto grads = vkt::gradients(loss, {a, b});
+  vkt::Executor exec(g, {ge, gt, eq, ne, grads[0].dense, grads[1].dense});
+  exec.feed("a", std::vector<float>{1, 2, 3, 4});
+  exec.feed("b", std::vector<float>{2, 2, 2, 5});
+  exec.run();
+  CHECK(exec.read(ge) == std::vector<float>{0, 1, 1, 0});
+  CHECK(exec.read(gt) == std::vector<float>{0, 0, 1, 0});
+  CHECK(exec.read(eq) == std::vector<float>{0, 1, 0, 0});
+  CHECK(exec.read(ne) == std::vector<float>{1, 0, 1, 1});
+  // Only through the multiplications: d/da = ge, d/db = gt.
+  CHECK(exec.read(grads[0].dense) == std::vector<float>{0, 1, 1, 0});
+  CHECK(exec.read(grads[1].dense) == std::vector<float>{0, 0, 1, 0});
+}
+
+namespace {
+
+// Reference reduction over one axis (keepdims layout) or all (axis = -99).
+Values reduce_reference(const Values& x, const Shape& s, int axis, bool max) {
+  const auto d = vkt::test::padded(s);
+  const int a = axis == -99 ? -1 : 4 - s.rank() + (axis < 0 ? axis + s.rank() : axis);
+  std::vector<std::int64_t> od = d;
+  if (a < 0)
+    od = {1, 1, 1, 1};
+  else
+    od[a] = 1;
+  const std::int64_t n_out = od[0] * od[1] * od[2] * od[3];
+  Values out(static_cast<std::size_t>(n_out), max ? -INFINITY : 0.0);
+  for (std::int64_t j = 0; j < s.elements(); ++j) {
+    const auto c = vkt::test::coords(j, s);
+    std::int64_t o = 0;
+    for (int i = 0; i < 4; ++i) o = o * od[i] + (od[i] == 1 ? 0 : c[i]);
+    double& slot = out[static_cast<std::size_t>(o)];
+    slot = max ? std::max(slot, x[static_cast<std::size_t>(j)])
+               : slot + x[static_cast<std::size_t>(j)];
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("reductions over all elements and over one axis") {
+  const Shape shape = GENERATE(Shape{1000}, Shape{7, 33}, Shape{3, 5, 4}, Shape{1, 127});
+  const int rank = shape.rank();
+  std::vector<int> axes{-99};
+  for (int a = 0; a < rank; ++a) axes.push_back(a);
+  axes.push_back(-1);
+  for (int axis : axes) {
+    for (int kind = 0; kind < 3; ++kind) {  // sum, mean, max
+      for (bool keepdims : {false, true}) {
+        if (axis == -99 && keepdims) continue;
+        const char* names[] = {"reduce_sum", "reduce_mean", "reduce_max"};
+        OpSpec spec{
+            .name =
+                fmt::format("{} {} axis {} keepdims {}", names[kind], shape.str(), axis, keepdims),
+            .shapes = {shape},
+            .build =
+                [&](const std::vector<Tensor>& in) {
+                  if (axis == -99) {
+                    return kind == 0   ? vkt::reduce_sum(in[0])
+                           : kind == 1 ? vkt::reduce_mean(in[0])
+                                       : vkt::reduce_max(in[0]);
+                  }
+                  return kind == 0   ? vkt::reduce_sum(in[0], axis, keepdims)
+                         : kind == 1 ? vkt::reduce_mean(in[0], axis, keepdims)
+                                     : vkt::reduce_max(in[0], axis, keepdims);
+                },
+            .reference =
+                [&](const std::vector<Values>& in) {
+                  Values r = reduce_reference(in[0], shape, axis, kind == 2);
+                  if (kind == 1) {
+                    const double count = axis == -99
+                                             ? static_cast<double>(shape.elements())
+                                             : static_cast<double>(shape[shape.axis(axis, "")]);
+                    for (double& v : r) v /= count;
+                  }
+                  return r;
+                },
+            .forward_tolerance = 1e-5,
+        };
+        vkt::test::check_op(spec, 5);
+      }
+    }
+  }
+}
+
+TEST_CASE("reshape shares memory and passes the gradient through") {
+  OpSpec spec{
+      .name = "reshape [6,4] -> [3,8] then square",
+      .shapes = {Shape{6, 4}},
+      .build =
+          [](const std::vector<Tensor>& in) {
+            return vkt::square(vkt::reshape(in[0], {3, 8}));
+          },
+      .reference =
+          [](const std::vector<Values>& in) {
+            Values r(in[0]);
+            for (double& v : r) v *= v;
+            return r;
+          },
+  };
+  vkt::test::check_op(spec);
+}
