@@ -154,3 +154,32 @@ TEST_CASE("kernel and dispatch misuse is a vkt::Error naming the problem") {
              Contains("built for another Device"));
   CHECK(stream.command_count() == 0);  // nothing was recorded by the failed calls
 }
+
+TEST_CASE("texel-buffer bindings read a storage buffer as RGBA32F texels") {
+  vkt::Instance instance;
+  vkt::Device device(instance, 0);
+  const std::uint32_t texels = 1001;
+  const std::vector<float> values = vkt::test::random_floats(texels * 4 + 8, 21);
+  vkt::Buffer src(device, values.size() * sizeof(float));
+  vkt::Buffer dst(device, texels * 16);
+  src.upload(values);
+  const vkt::Kernel& read = device.kernel({.shader = "texel_read", .local_size = {64, 1, 1}});
+  CHECK(read.bindings()[0].kind == vkt::detail::BindingKind::UniformTexelBuffer);
+  CHECK(read.bindings()[0].read_only);
+  vkt::Stream stream(device);
+  // A window starting at texel 2 (byte 32): offsets are honoured.
+  const std::size_t offset = 32;
+  REQUIRE(offset % device.limits().minTexelBufferOffsetAlignment == 0);
+  stream.dispatch(read, {vkt::BufferRange(src, offset, texels * 16), dst}, texels,
+                  vkt::Stream::groups_for(read, texels));
+  stream.run();
+  const std::vector<float> out = dst.download<float>();
+  for (std::size_t i = 0; i < out.size(); ++i) REQUIRE(out[i] == values[i + 8]);
+
+  vkt::Stream fresh(device);
+  CHECK_THAT(
+      vkt::test::error_of([&] {
+        fresh.dispatch(read, {vkt::BufferRange(src, 0, 20), dst}, texels, vkt::Groups{1, 1, 1});
+      }),
+      Contains("multiple of 16 bytes"));
+}

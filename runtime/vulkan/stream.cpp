@@ -71,6 +71,7 @@ Stream& Stream::operator=(Stream&& other) noexcept {
     device_ = other.device_;
     queue_ = other.queue_;
     descriptor_pools_ = std::move(other.descriptor_pools_);
+    views_ = std::move(other.views_);
     pool_ = std::move(other.pool_);
     commands_buffer_ = std::exchange(other.commands_buffer_, VK_NULL_HANDLE);
     pending_ = std::move(other.pending_);
@@ -211,26 +212,51 @@ void Stream::dispatch(const Kernel& kernel, std::span<const BufferRange> buffers
 
   std::vector<Access> accesses;
   std::vector<VkDescriptorBufferInfo> infos(buffers.size());
+  std::vector<VkBufferView> views(buffers.size(), VK_NULL_HANDLE);
   for (std::size_t i = 0; i < buffers.size(); ++i) {
     const std::string what = fmt::format("{}, buffer {} ({})", where, i, bindings[i].name);
     check_range(buffers[i], what.c_str());
-    if (bindings[i].kind != detail::BindingKind::StorageBuffer) {
-      throw Error(what + ": texel and uniform buffer bindings are not supported by Stream yet");
+    const bool texel = bindings[i].kind == detail::BindingKind::UniformTexelBuffer;
+    if (bindings[i].kind != detail::BindingKind::StorageBuffer && !texel) {
+      throw Error(what +
+                  ": uniform buffers and storage texel buffers are not supported by "
+                  "Stream; declare the binding as a storage buffer or a textureBuffer");
     }
     if (buffers[i].buffer->kind() != BufferKind::Storage) {
       throw Error(what +
                   ": a staging buffer cannot be bound to a kernel; copy it into a storage "
                   "buffer first");
     }
-    if (buffers[i].offset % limits->minStorageBufferOffsetAlignment != 0) {
+    const VkDeviceSize alignment =
+        texel ? limits->minTexelBufferOffsetAlignment : limits->minStorageBufferOffsetAlignment;
+    if (buffers[i].offset % alignment != 0) {
       throw Error(
-          fmt::format("{}: offset {} is not a multiple of the device's storage buffer "
+          fmt::format("{}: offset {} is not a multiple of the device's {} buffer "
                       "alignment ({} bytes)",
-                      what, buffers[i].offset, limits->minStorageBufferOffsetAlignment));
+                      what, buffers[i].offset, texel ? "texel" : "storage", alignment));
+    }
+    if (texel &&
+        (buffers[i].size() % 16 != 0 || buffers[i].size() / 16 > limits->maxTexelBufferElements)) {
+      throw Error(
+          fmt::format("{}: a texel buffer is read as RGBA32F texels, so its range must be a "
+                      "multiple of 16 bytes and at most {} texels; {} bytes were given",
+                      what, limits->maxTexelBufferElements, buffers[i].size()));
     }
     infos[i] = {buffers[i].buffer->vk_buffer(), buffers[i].offset, buffers[i].size()};
     accesses.push_back(
         {infos[i].buffer, buffers[i].offset, buffers[i].size(), !bindings[i].read_only});
+  }
+  // Views are made only once every check passed, and live as long as the stream.
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    if (bindings[i].kind != detail::BindingKind::UniformTexelBuffer) continue;
+    VkBufferViewCreateInfo view_info{};
+    view_info.sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO;
+    view_info.buffer = infos[i].buffer;
+    view_info.format = VK_FORMAT_R32G32B32A32_SFLOAT;  // required for uniform texel buffers
+    view_info.offset = infos[i].offset;
+    view_info.range = infos[i].range;
+    VKT_CHECK(vkCreateBufferView(device_->vk_device(), &view_info, nullptr, &views[i]));
+    views_.emplace_back(device_->vk_device(), views[i]);
   }
 
   const VkDescriptorSet set = allocate_set(kernel.vk_set_layout());
@@ -240,8 +266,13 @@ void Stream::dispatch(const Kernel& kernel, std::span<const BufferRange> buffers
     writes[i].dstSet = set;
     writes[i].dstBinding = static_cast<std::uint32_t>(i);
     writes[i].descriptorCount = 1;
-    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    writes[i].pBufferInfo = &infos[i];
+    if (views[i] != VK_NULL_HANDLE) {
+      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+      writes[i].pTexelBufferView = &views[i];
+    } else {
+      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      writes[i].pBufferInfo = &infos[i];
+    }
   }
   vkUpdateDescriptorSets(device_->vk_device(), static_cast<std::uint32_t>(writes.size()),
                          writes.data(), 0, nullptr);

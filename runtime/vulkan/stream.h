@@ -43,8 +43,10 @@ class Stream {
   Stream& operator=(const Stream&) = delete;
 
   /// Records `kernel` over `groups` workgroups with `buffers` bound in binding
-  /// order and `push` as its push constants. Throws vkt::Error when the buffers
-  /// or the push-constant size do not match what the shader declares.
+  /// order and `push` as its push constants. Storage-buffer bindings take the
+  /// range as is; `textureBuffer`/`samplerBuffer` bindings (uniform texel
+  /// buffers, the fast loads on lavapipe) read it as RGBA32F texels. Throws vkt::Error when the
+  /// buffers or the push-constant size do not match what the shader declares.
   void dispatch(const Kernel& kernel, std::span<const BufferRange> buffers,
                 std::span<const std::byte> push, Groups groups);
   template <typename Push>
@@ -100,6 +102,7 @@ class Stream {
   QueueKind queue_;
   detail::DeviceHandle<VkCommandPool, vkDestroyCommandPool> pool_;
   std::vector<detail::DeviceHandle<VkDescriptorPool, vkDestroyDescriptorPool>> descriptor_pools_;
+  std::vector<detail::DeviceHandle<VkBufferView, vkDestroyBufferView>> views_;
   VkCommandBuffer commands_buffer_ = VK_NULL_HANDLE;  // freed with pool_
   std::vector<Access> pending_;
   Ticket last_;

@@ -21,6 +21,7 @@ enum : std::uint32_t {
   OpTypeVector = 23,
   OpTypeMatrix = 24,
   OpTypeImage = 25,
+  OpTypeSampledImage = 27,
   OpTypeArray = 28,
   OpTypeStruct = 30,
   OpTypePointer = 32,
@@ -162,6 +163,7 @@ ReflectedShader reflect(std::span<const std::uint32_t> words, const std::string&
       case OpTypeVector:
       case OpTypeMatrix:
       case OpTypeImage:
+      case OpTypeSampledImage:
       case OpTypeArray:
       case OpTypeStruct:
       case OpTypePointer:
@@ -228,7 +230,10 @@ ReflectedShader reflect(std::span<const std::uint32_t> words, const std::string&
     b.name = m.names.count(pointee) && !m.names.at(pointee).empty() ? m.names.at(pointee)
                                                                     : m.names[v.id];
     const auto& type_decos = m.decorations[pointee];
-    const std::vector<std::uint32_t>& type = m.types.at(pointee);
+    const std::vector<std::uint32_t>* type_ptr = &m.types.at(pointee);
+    // samplerBuffer: a sampled image wrapping the buffer image.
+    if (((*type_ptr)[0] & 0xffff) == OpTypeSampledImage) type_ptr = &m.types.at((*type_ptr)[2]);
+    const std::vector<std::uint32_t>& type = *type_ptr;
     if (v.storage == StorageStorageBuffer ||
         (v.storage == StorageUniform && type_decos.count(DecorationBufferBlock))) {
       b.kind = BindingKind::StorageBuffer;
