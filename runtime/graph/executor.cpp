@@ -63,7 +63,7 @@ Executor::~Executor() {
 
 void Executor::plan(const std::vector<int>& order) {
   Graph& g = *graph_;
-  const std::size_t alignment = g.device().limits().minStorageBufferOffsetAlignment;
+  const std::size_t alignment = tensor_alignment(g.device());
   const auto bytes_of = [&](int id) {
     return static_cast<std::size_t>(g.info(Tensor(graph_, id)).shape.elements()) * 4;
   };

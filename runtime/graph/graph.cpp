@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "../vulkan/device.h"
@@ -17,6 +18,12 @@ DType Tensor::dtype() const {
 }
 const std::string& Tensor::name() const {
   return graph_->info(*this).name;
+}
+
+std::size_t tensor_alignment(const Device& device) {
+  const VkPhysicalDeviceLimits& limits = device.limits();
+  return std::max<std::size_t>({16, limits.minStorageBufferOffsetAlignment,
+                                limits.minTexelBufferOffsetAlignment});
 }
 
 Graph::Graph(Device& device, GraphOptions options) : device_(&device), options_(options) {}
@@ -144,7 +151,7 @@ const Variable& Graph::variable_of(const Tensor& t) const {
 
 Buffer& Graph::variable_arena() {
   if (variable_arena_) return variable_arena_;
-  const std::size_t alignment = device_->limits().minStorageBufferOffsetAlignment;
+  const std::size_t alignment = tensor_alignment(*device_);
   std::size_t total = 0;
   for (const Variable& v : variables_) {
     const std::size_t bytes = static_cast<std::size_t>(v.tensor.shape().elements()) * 4;

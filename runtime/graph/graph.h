@@ -126,6 +126,11 @@ class Graph {
   std::map<int, std::pair<std::size_t, std::size_t>> variable_offsets_;  // id -> offset, bytes
 };
 
+/// Where tensors start in their arenas: a multiple of 16 bytes and of the
+/// device's storage and texel buffer offset alignments, so any tensor can be
+/// bound as a storage buffer or read as RGBA32F texels, padding included.
+std::size_t tensor_alignment(const Device& device);
+
 /// Rounds `bytes` up to a multiple of `alignment`.
 inline std::size_t align_up(std::size_t bytes, std::size_t alignment) {
   return (bytes + alignment - 1) / alignment * alignment;
