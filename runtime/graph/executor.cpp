@@ -26,9 +26,27 @@ class Executor::Context final : public RecordContext {
     return BufferRange(e_.feed_arena_, e_.params_offset_, kStepParamsBytes);
   }
   bool training() const override { return e_.options_.training; }
+  BufferRange host_params() override {
+    auto found = e_.host_params_.find(e_.recording_node_);
+    if (found == e_.host_params_.end()) {
+      throw Error("internal: an op asked for host parameters it did not declare");
+    }
+    const std::size_t bytes = e_.graph_->nodes()[e_.recording_node_].op->host_params_bytes();
+    return BufferRange(e_.feed_arena_, found->second, bytes);
+  }
 
  private:
   Executor& e_;
+};
+
+class Executor::ParamsContext final : public HostParamsContext {
+ public:
+  explicit ParamsContext(const Executor& e) : e_(e) {}
+  std::uint64_t global_step() const override { return e_.graph_->global_step(); }
+  BufferRange buffer(const Tensor& t) const override { return e_.range(t); }
+
+ private:
+  const Executor& e_;
 };
 
 Executor::Executor(Graph& graph, std::vector<Tensor> fetches, ExecutorOptions options)
@@ -48,7 +66,16 @@ Executor::Executor(Graph& graph, std::vector<Tensor> fetches, ExecutorOptions op
     for (const Tensor& in : graph_->nodes()[node].inputs) visit(in);
   };
   for (const Tensor& f : fetches_) visit(f);
-  const std::vector<int> order(needed.begin(), needed.end());
+  // Variable updates go last, in the order they were made: every gradient of
+  // the step reads the variables as the forward pass did.
+  std::vector<int> order;
+  for (int n : needed) {
+    if (!graph_->nodes()[n].op->updates_variables()) order.push_back(n);
+  }
+  for (int n : needed) {
+    if (graph_->nodes()[n].op->updates_variables()) order.push_back(n);
+  }
+  updates_ = order.size() > 0 && graph_->nodes()[order.back()].op->updates_variables();
   plan(order);
   record(order);
 }
@@ -109,7 +136,12 @@ void Executor::plan(const std::vector<int>& order) {
         break;
     }
   }
-  if (touched.count(-1)) throw Error("internal: bad tensor id");
+  for (int index : order) {
+    const std::size_t bytes = g.nodes()[index].op->host_params_bytes();
+    if (bytes == 0) continue;
+    host_params_[index] = feed_bytes;
+    feed_bytes = align_up(feed_bytes + bytes, alignment);
+  }
   // The graph's variable arena exists even when the program reads no variable.
   (void)g.variable_arena();
 
@@ -192,8 +224,10 @@ void Executor::record(const std::vector<int>& order) {
   for (int index : order) {
     const Node& node = graph_->nodes()[index];
     if (node.op->view_offset()) continue;
+    recording_node_ = index;
     node.op->record(ctx, node.inputs, node.output);
   }
+  recording_node_ = -1;
 }
 
 Buffer& Executor::arena(Place::Arena a) {
@@ -270,9 +304,16 @@ Ticket Executor::run() {
   }
   last_.wait();
   const std::uint32_t params[4] = {step_, static_cast<std::uint32_t>(graph_->options().seed), 0, 0};
-  std::memcpy(feed_host().data() + params_offset_, params, sizeof(params));
+  const std::span<std::byte> host = feed_host();
+  std::memcpy(host.data() + params_offset_, params, sizeof(params));
+  const ParamsContext params_context(*this);
+  for (const auto& [index, offset] : host_params_) {
+    const Op& op = *graph_->nodes()[index].op;
+    op.write_host_params(host.subspan(offset, op.host_params_bytes()), params_context);
+  }
   ++step_;
   last_ = stream_.submit();
+  if (updates_ && options_.training) graph_->set_global_step(graph_->global_step() + 1);
   return last_;
 }
 

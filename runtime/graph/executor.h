@@ -69,6 +69,7 @@ class Executor {
     std::size_t bytes = 0;
   };
   class Context;
+  class ParamsContext;
 
   void plan(const std::vector<int>& order);
   void record(const std::vector<int>& order);
@@ -92,6 +93,9 @@ class Executor {
   Ticket last_;
   std::uint32_t step_ = 0;
   std::size_t params_offset_ = 0;
+  std::map<int, std::size_t> host_params_;  // node index -> offset in the feed arena
+  int recording_node_ = -1;
+  bool updates_ = false;  // the program updates variables: runs advance the global step
 };
 
 }  // namespace vkt

@@ -93,6 +93,11 @@ class Graph {
   /// The constants' initial bytes, by tensor id (the Executor uploads them).
   const std::map<int, std::vector<std::byte>>& constant_data() const { return constants_; }
 
+  /// Completed training steps: advanced once per run of a training Executor
+  /// whose program updates variables, after its last update.
+  std::uint64_t global_step() const { return global_step_; }
+  void set_global_step(std::uint64_t step) { global_step_ = step; }
+
   /// Prefix for the names of new ops ("tower_1/"); variables are never prefixed.
   void set_name_scope(std::string scope) { scope_ = std::move(scope); }
   const std::string& name_scope() const { return scope_; }
@@ -122,6 +127,7 @@ class Graph {
   std::map<std::string, int> inputs_;
   std::map<int, std::vector<std::byte>> constants_;
   std::string scope_;
+  std::uint64_t global_step_ = 0;
   Buffer variable_arena_;
   std::map<int, std::pair<std::size_t, std::size_t>> variable_offsets_;  // id -> offset, bytes
 };

@@ -1,6 +1,8 @@
 #pragma once
 // The interface every op implements: record its kernels, build its gradient.
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -27,6 +29,19 @@ class RecordContext {
   virtual BufferRange step_params() = 0;
   /// True in a training program (dropout drops), false in evaluation.
   virtual bool training() const = 0;
+  /// This op's block of host-written parameters (Op::host_params_bytes() bytes).
+  virtual BufferRange host_params() = 0;
+};
+
+/// What an op sees when the Executor asks it to write its host parameters,
+/// just before each run.
+class HostParamsContext {
+ public:
+  virtual ~HostParamsContext() = default;
+  /// Completed training steps of the graph (the global step before this run).
+  virtual std::uint64_t global_step() const = 0;
+  /// Where a tensor of the program lives (offsets for segment tables).
+  virtual BufferRange buffer(const Tensor& tensor) const = 0;
 };
 
 /// A gradient: dense, or sparse rows (`values` [k, ...] added at rows `indices`
@@ -58,6 +73,17 @@ class Op {
   /// For ops whose output is a window on their first input's memory (reshape,
   /// row slices): the byte offset of the window. They record nothing.
   virtual std::optional<std::size_t> view_offset() const { return std::nullopt; }
+
+  /// Ops that update variables (optimizer steps) run after every other op of
+  /// the step, in the order they were made, so that all gradients see the
+  /// variables as the forward pass did.
+  virtual bool updates_variables() const { return false; }
+
+  /// Size of the parameter block the host rewrites before every run (learning
+  /// rate at this step, bias corrections, ...): values that change per step
+  /// without re-recording. 0 for most ops.
+  virtual std::size_t host_params_bytes() const { return 0; }
+  virtual void write_host_params(std::span<std::byte> /*out*/, const HostParamsContext&) const {}
 };
 
 }  // namespace vkt
