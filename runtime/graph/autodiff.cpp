@@ -9,28 +9,45 @@
 #include "../vulkan/error.h"
 #include "graph.h"
 #include "ops/elementwise.h"
+#include "ops/embedding.h"
+#include "ops/shape_ops.h"
 
 namespace vkt {
 namespace {
 
-/// One tensor's gradient from all the contributions that reached it.
+/// One tensor's gradient from all the contributions that reached it. Sparse
+/// parts alone stay sparse (their rows and indices concatenated in contribution
+/// order, duplicates kept); mixed with dense parts each sparse part is
+/// densified where it stands, so the sum is taken in contribution order.
 Gradient accumulate(const std::vector<Gradient>& parts, const Tensor& of) {
-  Tensor dense;
-  std::vector<Gradient> sparse;
-  for (const Gradient& g : parts) {
-    if (g.sparse()) {
-      sparse.push_back(g);
-    } else {
-      dense = dense.valid() ? add(dense, g.dense) : g.dense;  // fixed order: contribution order
+  if (parts.size() == 1) return parts.front();
+  bool all_sparse = true;
+  for (const Gradient& g : parts) all_sparse = all_sparse && g.sparse();
+  if (all_sparse) {
+    std::vector<Tensor> values, indices;
+    for (const Gradient& g : parts) {
+      values.push_back(g.values);
+      indices.push_back(g.indices);
     }
+    return Gradient{.values = concat(values, 0), .indices = concat(indices, 0)};
   }
-  if (sparse.empty()) return Gradient{dense};
-  if (!dense.valid() && sparse.size() == 1) return sparse.front();
-  throw Error(
-      fmt::format("gradient of '{}': it is used by an embedding lookup and by other ops "
-                  "(or by several lookups); combining sparse row gradients is not "
-                  "supported yet",
-                  of.name()));
+  // A copy: Tensor::shape() refers into the graph, which new ops may move.
+  const Shape shape = of.shape();
+  std::vector<Tensor> dense;
+  for (const Gradient& g : parts) {
+    if (!g.sparse()) {
+      dense.push_back(g.dense);
+      continue;
+    }
+    const std::int64_t k = g.values.shape()[0];
+    const Tensor rows = reshape(g.values, Shape{k, g.values.shape().elements() / k});
+    dense.push_back(reshape(scatter_add_dense(rows, g.indices, shape[0]), shape));
+  }
+  // A split's pieces each send back a zero-padded block: one op, not k additions.
+  dense = merge_padded(dense);
+  Tensor sum = dense.front();
+  for (std::size_t i = 1; i < dense.size(); ++i) sum = add(sum, dense[i]);
+  return Gradient{sum};
 }
 
 /// The gradient tensor of `var` in memory of its own, so the Executor can place

@@ -308,11 +308,13 @@ Ticket Executor::run() {
   std::memcpy(host.data() + params_offset_, params, sizeof(params));
   const ParamsContext params_context(*this);
   for (const auto& [index, offset] : host_params_) {
-    const Op& op = *graph_->nodes()[index].op;
-    op.write_host_params(host.subspan(offset, op.host_params_bytes()), params_context);
+    const Node& node = graph_->nodes()[index];
+    node.op->write_host_params(host.subspan(offset, node.op->host_params_bytes()), node.inputs,
+                               params_context);
   }
   ++step_;
   last_ = stream_.submit();
+  graph_->set_last_run(last_);
   if (updates_ && options_.training) graph_->set_global_step(graph_->global_step() + 1);
   return last_;
 }

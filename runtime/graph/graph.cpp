@@ -22,8 +22,8 @@ const std::string& Tensor::name() const {
 
 std::size_t tensor_alignment(const Device& device) {
   const VkPhysicalDeviceLimits& limits = device.limits();
-  return std::max<std::size_t>({16, limits.minStorageBufferOffsetAlignment,
-                                limits.minTexelBufferOffsetAlignment});
+  return std::max<std::size_t>(
+      {16, limits.minStorageBufferOffsetAlignment, limits.minTexelBufferOffsetAlignment});
 }
 
 Graph::Graph(Device& device, GraphOptions options) : device_(&device), options_(options) {}
@@ -191,12 +191,14 @@ void Graph::assign(const Tensor& variable, std::span<const float> values) {
                             info(variable).name, info(variable).shape.str(),
                             info(variable).shape.elements(), values.size()));
   }
+  last_run_.wait();
   variable_arena_.upload(std::as_bytes(values), r.offset);
 }
 
 std::vector<float> Graph::values(const Tensor& variable) {
   const BufferRange r = variable_range(variable);
   std::vector<float> out(r.size() / sizeof(float));
+  last_run_.wait();
   variable_arena_.download(std::as_writable_bytes(std::span<float>(out)), r.offset);
   return out;
 }

@@ -2,6 +2,7 @@
 // A model's computation on one device: inputs, variables, constants and ops.
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "../vulkan/buffer.h"
+#include "../vulkan/ticket.h"
 #include "initializer.h"
 #include "op.h"
 #include "tensor.h"
@@ -84,7 +86,7 @@ class Graph {
 
   const TensorInfo& info(const Tensor& t) const { return tensors_.at(t.id()); }
   TensorInfo& info_mutable(const Tensor& t) { return tensors_.at(t.id()); }
-  const std::vector<Node>& nodes() const { return nodes_; }
+  const std::deque<Node>& nodes() const { return nodes_; }
   const std::vector<Variable>& variables() const { return variables_; }
   std::vector<Tensor> trainable_variables() const;
   const Variable& variable_of(const Tensor& t) const;
@@ -107,10 +109,14 @@ class Graph {
   /// cannot be added after that.
   Buffer& variable_arena();
   BufferRange variable_range(const Tensor& variable);
-  /// Overwrites a variable's values (a checkpoint restore, a test). Call it only
-  /// while no run is in flight.
+  /// Overwrites a variable's values (a checkpoint restore, a test), after the
+  /// last submitted run is done.
   void assign(const Tensor& variable, std::span<const float> values);
+  /// A variable's values after the last submitted run.
   std::vector<float> values(const Tensor& variable);
+  /// Executors record their last run here, so that host access waits for it.
+  void set_last_run(const Ticket& ticket) { last_run_ = ticket; }
+  const Ticket& last_run() const { return last_run_; }
   bool variables_materialized() const { return static_cast<bool>(variable_arena_); }
 
  private:
@@ -120,14 +126,17 @@ class Graph {
 
   Device* device_;
   GraphOptions options_;
-  std::vector<TensorInfo> tensors_;
-  std::vector<Node> nodes_;
+  // Deques: adding a tensor or node never moves the others, so references from
+  // Tensor::shape() and nodes()[i] stay valid while builders add more.
+  std::deque<TensorInfo> tensors_;
+  std::deque<Node> nodes_;
   std::vector<Variable> variables_;
   std::map<std::string, int> variable_index_;
   std::map<std::string, int> inputs_;
   std::map<int, std::vector<std::byte>> constants_;
   std::string scope_;
   std::uint64_t global_step_ = 0;
+  Ticket last_run_;
   Buffer variable_arena_;
   std::map<int, std::pair<std::size_t, std::size_t>> variable_offsets_;  // id -> offset, bytes
 };

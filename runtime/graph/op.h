@@ -83,7 +83,8 @@ class Op {
   /// rate at this step, bias corrections, ...): values that change per step
   /// without re-recording. 0 for most ops.
   virtual std::size_t host_params_bytes() const { return 0; }
-  virtual void write_host_params(std::span<std::byte> /*out*/, const HostParamsContext&) const {}
+  virtual void write_host_params(std::span<std::byte> /*out*/, std::span<const Tensor> /*inputs*/,
+                                 const HostParamsContext& /*ctx*/) const {}
 };
 
 }  // namespace vkt

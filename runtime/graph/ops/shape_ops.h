@@ -1,11 +1,46 @@
 #pragma once
 // Ops that change a tensor's shape or cut it.
 
+#include <cstdint>
+#include <vector>
+
 #include "../tensor.h"
 
 namespace vkt {
 
 /// The same elements with another shape (same element count). Shares memory.
 Tensor reshape(const Tensor& x, const Shape& shape);
+
+/// The tensors joined along `axis` (negative counts from the end); every other
+/// dimension and the dtype must agree. f32 or i32. One copy of each element, in
+/// one dispatch per 4 inputs.
+///
+///   vkt::Tensor xy = vkt::concat({x, y}, -1);   // [N, 3] and [N, 5] -> [N, 8]
+Tensor concat(const std::vector<Tensor>& xs, int axis);
+
+/// `x` cut along `axis` into consecutive pieces of the given sizes, which must
+/// add up to x's size there. The inverse of concat; along axis 0 the pieces
+/// are row slices (see slice_rows).
+std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& sizes, int axis);
+
+/// Rows [begin, begin + count) of x along dimension 0. Rows are contiguous, so
+/// this is a view on x's memory (no copy) whenever the first row starts on the
+/// device's buffer binding alignment (tensor_alignment); otherwise it is a copy.
+Tensor slice_rows(const Tensor& x, std::int64_t begin, std::int64_t count);
+
+/// Entries [begin, begin + size) of x along `axis` (a copy unless axis is 0).
+Tensor slice_axis(const Tensor& x, int axis, std::int64_t begin, std::int64_t size);
+
+/// A tensor of `shape`, zero everywhere except the block starting at `begin`
+/// along `axis`, which holds x (x's shape is `shape` except along `axis`). The
+/// gradient of a slice.
+Tensor pad_axis(const Tensor& x, const Shape& shape, int axis, std::int64_t begin);
+
+/// For autodiff: the dense gradient parts of one tensor, in contribution order,
+/// with the zero-padded blocks (pad_axis, concat) that cover disjoint regions
+/// of the same shape merged into one op at the place of the first. Their sum
+/// is the same, but a k-way split's gradient then costs one O(n) op instead of
+/// k pads and k - 1 additions of n elements each.
+std::vector<Tensor> merge_padded(const std::vector<Tensor>& parts);
 
 }  // namespace vkt

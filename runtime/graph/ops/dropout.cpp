@@ -1,0 +1,80 @@
+// dropout (shaders/dropout.comp). Forward and gradient are the same op: both
+// multiply by mask * scale, and the mask is recomputed from the step
+// parameters, so the gradient is that op applied to dy.
+#include "dropout.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "../../vulkan/error.h"
+#include "../graph.h"
+#include "kernel_util.h"
+
+namespace vkt {
+namespace {
+
+struct DropoutPush {
+  std::uint32_t n, threshold, key;
+  float scale;
+};
+
+class DropoutOp final : public Op {
+ public:
+  DropoutOp(float rate, std::uint32_t key) : rate_(rate), key_(key) {}
+  std::string type() const override { return "dropout"; }
+
+  void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
+    if (!ctx.training() || rate_ == 0.0f) {
+      ctx.stream().copy(ctx.buffer(in[0]), ctx.buffer(out));
+      return;
+    }
+    // Keep when the 32-bit hash >= rate * 2^32: an exact integer comparison, so
+    // the keep probability is 1 - rate up to 2^-32 on every device.
+    const double threshold = std::ldexp(static_cast<double>(rate_), 32);
+    const DropoutPush push{static_cast<std::uint32_t>(out.shape().elements()),
+                           static_cast<std::uint32_t>(std::min(threshold, 4294967295.0)), key_,
+                           scale(rate_)};
+    ops_detail::dispatch_1d(
+        ctx,
+        ctx.device().kernel({.shader = "dropout", .local_size = {ops_detail::kLocalSize, 1, 1}}),
+        {ctx.buffer(in[0]), ctx.step_params(), ctx.buffer(out)}, push, out.shape().elements());
+  }
+
+  std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor& out,
+                                 const Tensor& dy) const override {
+    return {
+        Gradient{out.graph().add_node(std::make_unique<DropoutOp>(rate_, key_), {dy}, dy.shape())}};
+  }
+
+  static float scale(float rate) { return static_cast<float>(1.0 / (1.0 - rate)); }
+
+ private:
+  float rate_;
+  std::uint32_t key_;
+};
+
+}  // namespace
+
+Tensor dropout(const Tensor& x, float rate, std::uint32_t seed_offset) {
+  if (!x.valid()) throw Error("dropout: the input tensor is empty");
+  if (!(rate >= 0.0f && rate < 1.0f)) {
+    throw Error(
+        fmt::format("dropout('{}'): rate {} is outside [0, 1); it is the fraction of "
+                    "elements dropped (0 keeps all)",
+                    x.name(), rate));
+  }
+  if (x.dtype() != DType::F32) {
+    throw Error(
+        fmt::format("dropout('{}'): the tensor holds i32 values; dropout takes f32", x.name()));
+  }
+  Graph& g = x.graph();
+  // The node this op will be: distinct per dropout of a graph, and the same in
+  // every graph built by the same code (every tower, every run).
+  const auto position = static_cast<std::uint32_t>(g.nodes().size());
+  const std::uint32_t key = position * 0x9e3779b9u ^ seed_offset;
+  return g.add_node(std::make_unique<DropoutOp>(rate, key), {x}, x.shape());
+}
+
+}  // namespace vkt

@@ -1,0 +1,38 @@
+#version 450
+// y = x * scale where an element is kept, else 0. Whether element i is kept is
+// a pure function of (graph seed, step, op key, i): a counter-based hash, so
+// the gradient recomputes the same mask from the same step parameters instead
+// of storing it, and every device and run draws the same mask for the same
+// seed and step. An element is kept when its 32-bit hash is >= threshold
+// (= rate * 2^32, computed on the host), i.e. with probability 1 - rate.
+layout(local_size_x_id = 0) in;
+
+layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 1) readonly buffer Step { uint step_params[]; };  // step, seed
+layout(std430, binding = 2) writeonly buffer Out { float o[]; };
+layout(push_constant) uniform Params {
+  uint n;
+  uint threshold;
+  uint key;  // the op's position in its graph mixed with the user's seed_offset
+  float scale;
+};
+
+// Chris Wellons' "lowbias32" integer hash: full avalanche, cheap.
+uint mix32(uint v) {
+  v ^= v >> 16;
+  v *= 0x7feb352du;
+  v ^= v >> 15;
+  v *= 0x846ca68bu;
+  v ^= v >> 16;
+  return v;
+}
+
+void main() {
+  uint i = gl_GlobalInvocationID.x;
+  if (i >= n) return;
+  uint h = mix32(step_params[1] ^ 0x9e3779b9u);
+  h = mix32(h ^ step_params[0]);
+  h = mix32(h ^ key);
+  h = mix32(mix32(h ^ i) + key);
+  o[i] = h >= threshold ? x[i] * scale : 0.0;
+}

@@ -1,0 +1,44 @@
+#version 450
+// Gradient of a loss op (loss_values.comp or loss_sum.comp) wrt predictions or
+// logits (WRT_LABELS false) or f32 labels (true):
+//   g[i] = dy[i * dy_step] * scale * w[i]     (dy_step 0: the loss was summed)
+//   pointwise: dx[i] = g[i] * d loss / d input at i, one invocation per element
+//   SPARSE_XENT: dx[r, :] = g[r] * (softmax(x[r, :]) - one_hot(label[r])), one
+//   invocation per row; a row whose label is out of range is NaN.
+// The loss and its reduction's backward are one dispatch.
+#extension GL_GOOGLE_include_directive : require
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint OP = 0;
+layout(constant_id = 2) const bool HAS_W = false;
+layout(constant_id = 3) const bool WRT_LABELS = false;
+
+layout(std430, binding = 0) readonly buffer Z { uint z_bits[]; };
+layout(std430, binding = 1) readonly buffer X { float x[]; };
+layout(std430, binding = 2) readonly buffer DY { float dy[]; };
+layout(std430, binding = 3) readonly buffer W { float w[]; };
+layout(std430, binding = 4) writeonly buffer DX { float dx[]; };
+
+#include "losses.glsl"
+
+void main() {
+  uint i = gl_GlobalInvocationID.x;
+  if (i >= n) return;
+  float g = dy[i * dy_step] * scale;
+  if (HAS_W) g *= weight_of(i);
+  if (OP == SPARSE_XENT) {
+    uint base = i * classes;
+    int label = int(z_bits[i]);
+    if (!label_ok(label)) {
+      for (uint k = 0; k < classes; ++k) dx[base + k] = quiet_nan();
+      return;
+    }
+    vec2 ml = row_logsumexp(i);
+    for (uint k = 0; k < classes; ++k) {
+      float p = exp(x[base + k] - ml.x - ml.y);
+      dx[base + k] = g * (k == uint(label) ? p - 1.0 : p);
+    }
+    return;
+  }
+  float z = OP == IDENTITY ? 0.0 : uintBitsToFloat(z_bits[i]);
+  dx[i] = g * pointwise_grad(OP, WRT_LABELS, z, x[i]);
+}

@@ -1,0 +1,32 @@
+#version 450
+// Backward of softmax.comp from its output y, one fused kernel instead of four
+// elementwise ops (a dispatch costs tens of microseconds on lavapipe):
+//   OP 0, softmax:      dx = y * (dy - sum(dy * y))
+//   OP 1, log_softmax:  dx = dy - exp(y) * sum(dy)
+// Same row layout as softmax.comp.
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint OP = 0;
+
+layout(std430, binding = 0) readonly buffer Y { float y[]; };
+layout(std430, binding = 1) readonly buffer DY { float dy[]; };
+layout(std430, binding = 2) writeonly buffer DX { float dx[]; };
+layout(push_constant) uniform Params {
+  uint rows;
+  uint len;
+  uint inner;
+};
+
+void main() {
+  uint r = gl_GlobalInvocationID.x;
+  if (r >= rows) return;
+  uint base = (r / inner) * len * inner + r % inner;
+  float s = 0.0;
+  for (uint k = 0; k < len; ++k) {
+    uint i = base + k * inner;
+    s += OP == 0 ? dy[i] * y[i] : dy[i];
+  }
+  for (uint k = 0; k < len; ++k) {
+    uint i = base + k * inner;
+    dx[i] = OP == 0 ? y[i] * (dy[i] - s) : dy[i] - exp(y[i]) * s;
+  }
+}
