@@ -1,0 +1,36 @@
+#pragma once
+// Adagrad, as torch.optim.Adagrad defines it.
+
+#include "optimizer.h"
+
+namespace vkt {
+
+struct AdagradOptions {
+  float lr_decay = 0.0f;
+  float weight_decay = 0.0f;
+  float initial_accumulator_value = 0.0f;
+  float eps = 1e-10f;
+  Clipping clipping{};
+};
+
+/// torch.optim.Adagrad, at step t = 1, 2, ...:
+///   g = g + weight_decay * p
+///   clr = lr / (1 + (t - 1) * lr_decay)
+///   sum = sum + g^2                 (starts at initial_accumulator_value)
+///   p = p - clr * g / (sqrt(sum) + eps)
+/// Slot "sum".
+class Adagrad : public Optimizer {
+ public:
+  explicit Adagrad(LearningRate lr, AdagradOptions options = {}, std::string name = "Adagrad");
+  std::vector<std::string> slot_names() const override { return {"sum"}; }
+  const char* shader() const override { return "opt_adagrad"; }
+  std::function<StepValues(std::uint64_t)> step_values() const override;
+  float slot_initial_value(const std::string&) const override {
+    return options_.initial_accumulator_value;
+  }
+
+ private:
+  AdagradOptions options_;
+};
+
+}  // namespace vkt

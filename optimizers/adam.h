@@ -1,0 +1,52 @@
+#pragma once
+// Adam and AdamW, as torch.optim.Adam and torch.optim.AdamW define them.
+
+#include "optimizer.h"
+
+namespace vkt {
+
+struct AdamOptions {
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.0f;
+  bool amsgrad = false;
+  Clipping clipping{};
+};
+
+/// torch.optim.Adam, for each element with gradient g and parameter p at step
+/// t = 1, 2, ... (t is the global step before the update, plus one):
+///   g = g + weight_decay * p                      (L2 penalty, Adam only)
+///   m = beta1 * m + (1 - beta1) * g
+///   v = beta2 * v + (1 - beta2) * g^2
+///   v_max = max(v_max, v)  and use v_max for v    (amsgrad)
+///   p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+/// Slots "m", "v", "v_max" (v_max stays 0 without amsgrad).
+///
+///   vkt::Adam adam(0.001f, {.beta2 = 0.98f});
+class Adam : public Optimizer {
+ public:
+  explicit Adam(LearningRate lr, AdamOptions options = {}, std::string name = "Adam");
+  std::vector<std::string> slot_names() const override { return {"m", "v", "v_max"}; }
+  const char* shader() const override { return "opt_adam"; }
+  std::function<StepValues(std::uint64_t)> step_values() const override;
+
+ protected:
+  Adam(LearningRate lr, AdamOptions options, std::string name, bool decoupled);
+
+ private:
+  AdamOptions options_;
+  bool decoupled_;
+};
+
+/// torch.optim.AdamW: Adam with decoupled weight decay, applied before the
+/// Adam step and not through the gradient:  p = p * (1 - lr * weight_decay).
+/// PyTorch's default weight_decay for AdamW is 0.01.
+class AdamW : public Adam {
+ public:
+  explicit AdamW(LearningRate lr, AdamOptions options = {.weight_decay = 0.01f},
+                 std::string name = "AdamW")
+      : Adam(std::move(lr), options, std::move(name), true) {}
+};
+
+}  // namespace vkt

@@ -1,0 +1,37 @@
+#pragma once
+// FTRL-Proximal, as TensorFlow's FtrlOptimizer defines it (wide/linear models).
+
+#include "optimizer.h"
+
+namespace vkt {
+
+struct FtrlOptions {
+  float learning_rate_power = -0.5f;
+  float initial_accumulator_value = 0.1f;
+  float l1 = 0.0f;
+  float l2 = 0.0f;
+  Clipping clipping{};
+};
+
+/// tf.train.FtrlOptimizer (McMahan et al., 2013), with k = -learning_rate_power:
+///   accum_new = accum + g^2
+///   linear = linear + g - (accum_new^k - accum^k) / lr * p
+///   quadratic = accum_new^k / lr + 2 * l2
+///   p = (sign(linear) * l1 - linear) / quadratic   if |linear| > l1, else 0
+///   accum = accum_new
+/// Slots "accumulator" (starts at initial_accumulator_value) and "linear".
+class Ftrl : public Optimizer {
+ public:
+  explicit Ftrl(LearningRate lr, FtrlOptions options = {}, std::string name = "Ftrl");
+  std::vector<std::string> slot_names() const override { return {"accumulator", "linear"}; }
+  const char* shader() const override { return "opt_ftrl"; }
+  std::function<StepValues(std::uint64_t)> step_values() const override;
+  float slot_initial_value(const std::string& slot) const override {
+    return slot == "accumulator" ? options_.initial_accumulator_value : 0.0f;
+  }
+
+ private:
+  FtrlOptions options_;
+};
+
+}  // namespace vkt

@@ -1,0 +1,38 @@
+#pragma once
+// RMSprop, as torch.optim.RMSprop defines it.
+
+#include "optimizer.h"
+
+namespace vkt {
+
+struct RMSpropOptions {
+  float alpha = 0.99f;
+  float eps = 1e-8f;
+  float weight_decay = 0.0f;
+  float momentum = 0.0f;
+  bool centered = false;
+  Clipping clipping{};
+};
+
+/// torch.optim.RMSprop:
+///   g = g + weight_decay * p
+///   sq = alpha * sq + (1 - alpha) * g^2
+///   centered: ga = alpha * ga + (1 - alpha) * g;  avg = sqrt(sq - ga^2) + eps
+///   else:     avg = sqrt(sq) + eps
+///   momentum > 0: b = momentum * b + g / avg;  p = p - lr * b
+///   else:         p = p - lr * g / avg
+/// Slots "square_avg", "momentum_buffer", "grad_avg".
+class RMSprop : public Optimizer {
+ public:
+  explicit RMSprop(LearningRate lr, RMSpropOptions options = {}, std::string name = "RMSprop");
+  std::vector<std::string> slot_names() const override {
+    return {"square_avg", "momentum_buffer", "grad_avg"};
+  }
+  const char* shader() const override { return "opt_rmsprop"; }
+  std::function<StepValues(std::uint64_t)> step_values() const override;
+
+ private:
+  RMSpropOptions options_;
+};
+
+}  // namespace vkt

@@ -1,0 +1,46 @@
+#pragma once
+// Stochastic gradient descent, with momentum, as torch.optim.SGD defines it.
+
+#include "optimizer.h"
+
+namespace vkt {
+
+struct SGDOptions {
+  float momentum = 0.0f;
+  float dampening = 0.0f;
+  bool nesterov = false;
+  float weight_decay = 0.0f;
+  Clipping clipping{};
+};
+
+/// torch.optim.SGD, for each element with gradient g and parameter p at step t:
+///   g = g + weight_decay * p
+///   if momentum != 0:
+///     b = g                                    at t = 1
+///     b = momentum * b + (1 - dampening) * g   afterwards
+///     g = g + momentum * b   if nesterov, else   g = b
+///   p = p - lr * g
+/// Slot "momentum" (made whether or not momentum is 0, so checkpoints line up).
+///
+///   vkt::SGD sgd(0.1f, {.momentum = 0.9f, .nesterov = true});
+class SGD : public Optimizer {
+ public:
+  explicit SGD(LearningRate lr, SGDOptions options = {}, std::string name = "SGD");
+  std::vector<std::string> slot_names() const override { return {"momentum"}; }
+  const char* shader() const override { return "opt_sgd"; }
+  std::function<StepValues(std::uint64_t)> step_values() const override;
+
+ private:
+  SGDOptions options_;
+};
+
+/// TensorFlow's MomentumOptimizer: accum = momentum * accum + g;
+/// p -= lr * accum (or lr * (g + momentum * accum) with nesterov). The same
+/// update as SGD with momentum and no dampening.
+class Momentum : public SGD {
+ public:
+  Momentum(LearningRate lr, float momentum, bool nesterov = false, std::string name = "Momentum")
+      : SGD(std::move(lr), {.momentum = momentum, .nesterov = nesterov}, std::move(name)) {}
+};
+
+}  // namespace vkt
