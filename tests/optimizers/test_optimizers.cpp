@@ -13,6 +13,7 @@
 #include <vktower/optimizers/ftrl.h>
 #include <vktower/optimizers/rmsprop.h>
 #include <vktower/optimizers/sgd.h>
+#include <vktower/optimizers/tower_optimizer.h>
 #include <vktower/runtime/graph/executor.h>
 #include <vktower/runtime/graph/graph.h>
 #include <vktower/runtime/graph/ops/elementwise.h>
@@ -322,4 +323,31 @@ TEST_CASE("optimizer misuse is a vkt::Error naming the problem") {
   vkt::Adam late(0.1f);  // needs new slot variables, too late now
   CHECK_THAT(vkt::test::error_of([&] { late.minimize(loss); }),
              Contains("make every variable before the first Executor"));
+}
+
+TEST_CASE("TowerOptimizer with one tower forwards every call, making its optimizer once") {
+  vkt::Graph g(vkt::test::shared_device());
+  const Tensor c = g.variable("c", {}, vkt::Initializer::constant(10.0f));
+  const Tensor x = g.constant({2, 1}, std::vector<float>{1, 2});
+  const Tensor loss = vkt::reduce_sum(vkt::abs(x - x * c));
+  int made = 0;
+  vkt::TowerOptimizer opt([&made] {
+    ++made;
+    return std::make_unique<vkt::SGD>(1.0f);
+  });
+  CHECK(made == 0);  // lazily
+  CHECK_FALSE(opt.made());
+  const Tensor train = opt.minimize(loss);
+  CHECK(made == 1);
+  CHECK(opt.name() == "SGD");
+  CHECK(opt.slot_names() == std::vector<std::string>{"momentum"});
+  CHECK(opt.get_slot(c, "momentum").name() == "c/SGD/momentum");
+  CHECK(opt.apply_calls() == 1);
+  CHECK(made == 1);  // once
+  vkt::Executor exec(g, {train});
+  exec.run();
+  CHECK(g.values(c)[0] == 7.0f);  // the same step as a plain SGD
+  CHECK_THAT(
+      vkt::test::error_of([] { vkt::TowerOptimizer bad(std::unique_ptr<vkt::Optimizer>{}); }),
+      Contains("null"));
 }
