@@ -7,6 +7,8 @@
 #include "../runtime/graph/autodiff.h"
 #include "../runtime/graph/graph.h"
 #include "../runtime/graph/ops/elementwise.h"
+#include "../runtime/graph/ops/embedding.h"
+#include "../runtime/graph/ops/shape_ops.h"
 #include "../runtime/vulkan/error.h"
 #include "apply_op.h"
 
@@ -77,10 +79,12 @@ Tensor Optimizer::apply_gradients(const std::vector<GradVar>& grads_and_vars) {
                               gv.var.name()));
     }
     if (gv.grad.sparse()) {
-      throw Error(
-          fmt::format("optimizer '{}': variable '{}' has a sparse (embedding) gradient; "
-                      "sparse updates are not supported yet",
-                      name_, gv.var.name()));
+      if (gv.var.shape().rank() < 1 || gv.grad.values.shape().rank() < 1 ||
+          gv.grad.values.shape()[0] != gv.grad.indices.shape().elements()) {
+        throw Error(fmt::format("optimizer '{}': the sparse gradient of '{}' does not match it",
+                                name_, gv.var.name()));
+      }
+      continue;
     }
     if (!gv.grad.valid() || gv.grad.dense.shape() != gv.var.shape()) {
       throw Error(fmt::format("optimizer '{}': the gradient of '{}' must have its shape {}", name_,
@@ -92,7 +96,18 @@ Tensor Optimizer::apply_gradients(const std::vector<GradVar>& grads_and_vars) {
   // not an autodiff gradient gets a copy there.
   std::vector<Tensor> grads;
   for (const GradVar& gv : grads_and_vars) {
-    Tensor grad = gv.grad.dense;
+    // Sparse rows (an embedding's) are summed into a dense gradient: the update
+    // then has the dense formula's semantics for every row (TensorFlow's Adam
+    // with sparse gradients behaves so; lazy, touched-rows-only updates are not
+    // built yet).
+    Tensor grad =
+        gv.grad.sparse()
+            ? reshape(scatter_add_dense(
+                          reshape(gv.grad.values, {gv.grad.indices.shape().elements(),
+                                                   gv.var.shape().elements() / gv.var.shape()[0]}),
+                          gv.grad.indices, gv.var.shape()[0]),
+                      gv.var.shape())
+            : gv.grad.dense;
     const TensorInfo& info = g.info(grad);
     const bool view = info.kind == TensorKind::Op && g.nodes()[info.node].op->view_offset();
     if (info.gradient_of < 0 || view) {

@@ -47,6 +47,10 @@ struct StepValues {
 /// steps run after every other op of a training step, in the order they were
 /// made; the graph's global step advances once per step after the last one.
 /// Slots are non-trainable variables named "<variable>/<optimizer name>/<slot>".
+/// A sparse gradient (an embedding's rows) is summed into a dense one first, so
+/// every optimizer keeps its dense formula for every row: untouched rows see a
+/// zero gradient (plain SGD leaves them alone; Adam still decays their m and v,
+/// as TensorFlow's Adam does with sparse gradients).
 ///
 ///   vkt::Adam adam(0.001f);
 ///   vkt::Tensor train_op = adam.minimize(loss);

@@ -17,6 +17,7 @@
 #include <vktower/runtime/graph/executor.h>
 #include <vktower/runtime/graph/graph.h>
 #include <vktower/runtime/graph/ops/elementwise.h>
+#include <vktower/runtime/graph/ops/embedding.h>
 #include <vktower/runtime/graph/ops/reduce.h>
 
 #include "../shared_device.h"
@@ -350,4 +351,33 @@ TEST_CASE("TowerOptimizer with one tower forwards every call, making its optimiz
   CHECK_THAT(
       vkt::test::error_of([] { vkt::TowerOptimizer bad(std::unique_ptr<vkt::Optimizer>{}); }),
       Contains("null"));
+}
+
+TEST_CASE("an embedding's sparse gradient is applied, duplicates summed") {
+  vkt::Graph g(vkt::test::shared_device());
+  const Tensor table = g.variable("table", {5, 3}, vkt::Initializer::constant(1.0f));
+  const Tensor ids = g.constant_i32({4}, std::vector<std::int32_t>{3, 0, 3, 1});
+  const Tensor rows = vkt::embedding_lookup(table, ids);  // [4, 3]
+  const Tensor weights =
+      g.constant({4, 3}, std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  const Tensor loss = vkt::reduce_sum(rows * weights);
+  vkt::SGD sgd(0.5f);
+  vkt::Executor exec(g, {sgd.minimize(loss)});
+  exec.run();
+  const std::vector<float> expected = {1 - 0.5f * 4,
+                                       1 - 0.5f * 5,
+                                       1 - 0.5f * 6,  // row 0: id at position 1
+                                       1 - 0.5f * 10,
+                                       1 - 0.5f * 11,
+                                       1 - 0.5f * 12,  // row 1: position 3
+                                       1,
+                                       1,
+                                       1,  // row 2: untouched
+                                       1 - 0.5f * 8,
+                                       1 - 0.5f * 10,
+                                       1 - 0.5f * 12,  // row 3: positions 0 and 2, summed
+                                       1,
+                                       1,
+                                       1};  // row 4: untouched
+  CHECK(g.values(table) == expected);
 }
