@@ -14,6 +14,10 @@ namespace {
 constexpr std::size_t kApplyHeaderBytes = 48;   // lr, h[7], clip_value, clip_norm, segments, total
 constexpr std::size_t kApplySegmentBytes = 32;  // two uvec4
 constexpr std::size_t kNormHeaderBytes = 16;
+// Invocations of an update dispatch, at most: each loops over its share of the
+// elements (64 per invocation for 16M parameters), which amortises the loads of
+// the segment table and the step's values.
+constexpr std::uint64_t kApplyThreads = 1u << 18;
 constexpr std::size_t kNormSegmentBytes = 16;
 
 std::uint32_t float_offset(const BufferRange& r) {
@@ -93,7 +97,8 @@ void ApplyOp::record(RecordContext& ctx, std::span<const Tensor> in, const Tenso
   const BufferRange norm = has_norm_ ? ctx.buffer(in[0]) : BufferRange(grads);
   ctx.stream().dispatch(
       kernel, {arena, grads, ctx.host_params(), norm, ctx.buffer(out)},
-      Stream::groups_for(kernel, static_cast<std::uint64_t>(std::max<std::int64_t>(total, 1))));
+      Stream::linear_groups(
+          kernel, std::min<std::uint64_t>(static_cast<std::uint64_t>(total), kApplyThreads)));
 }
 
 std::vector<Gradient> ApplyOp::gradient(std::span<const Tensor>, const Tensor&,

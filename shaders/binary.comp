@@ -1,8 +1,10 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // out = a (op) b with NumPy broadcasting over up to 4 dimensions: each operand
 // is read through strides, 0 along its broadcast dimensions. The op codes are
 // BinaryKind in runtime/graph/ops/binary.cpp.
 layout(local_size_x_id = 0) in;
+#include "index.glsl"
 layout(constant_id = 1) const uint OP = 0;
 
 layout(std430, binding = 0) readonly buffer A { float a[]; };
@@ -17,7 +19,7 @@ layout(push_constant) uniform Params {
 };
 
 void main() {
-  uint i = gl_GlobalInvocationID.x;
+  uint i = linear_index();
   if (i >= n) return;
   uint rest = i;
   uint ia = 0, ib = 0;

@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // Places up to 4 pieces into their blocks of an output along one axis (concat,
 // and the zero-padded gradients of slice/split: the op fills the gaps with zeros
 // first). Both sides are viewed as [outer, inner]: piece p's element e goes to
@@ -6,6 +7,7 @@
 // copied as 32-bit words, so f32 and i32 tensors alike. Pieces a dispatch does
 // not use have an empty range in `ends`.
 layout(local_size_x_id = 0) in;
+#include "index.glsl"
 
 layout(std430, binding = 0) readonly buffer S0 { uint s0[]; };
 layout(std430, binding = 1) readonly buffer S1 { uint s1[]; };
@@ -22,7 +24,7 @@ layout(push_constant) uniform Params {
 };
 
 void main() {
-  uint i = gl_GlobalInvocationID.x;
+  uint i = linear_index();
   if (i >= n) return;
   uint p = i < ends.x ? 0u : (i < ends.y ? 1u : (i < ends.z ? 2u : 3u));
   uint e = i - (p == 0u ? 0u : ends[p - 1u]);

@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // y = x * scale where an element is kept, else 0. Whether element i is kept is
 // a pure function of (graph seed, step, op key, i): a counter-based hash, so
 // the gradient recomputes the same mask from the same step parameters instead
@@ -6,6 +7,7 @@
 // seed and step. An element is kept when its 32-bit hash is >= threshold
 // (= rate * 2^32, computed on the host), i.e. with probability 1 - rate.
 layout(local_size_x_id = 0) in;
+#include "index.glsl"
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer Step { uint step_params[]; };  // step, seed
@@ -28,7 +30,7 @@ uint mix32(uint v) {
 }
 
 void main() {
-  uint i = gl_GlobalInvocationID.x;
+  uint i = linear_index();
   if (i >= n) return;
   uint h = mix32(step_params[1] ^ 0x9e3779b9u);
   h = mix32(h ^ step_params[0]);

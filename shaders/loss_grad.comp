@@ -8,6 +8,7 @@
 // The loss and its reduction's backward are one dispatch.
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0) in;
+#include "index.glsl"
 layout(constant_id = 1) const uint OP = 0;
 layout(constant_id = 2) const bool HAS_W = false;
 layout(constant_id = 3) const bool WRT_LABELS = false;
@@ -21,7 +22,7 @@ layout(std430, binding = 4) writeonly buffer DX { float dx[]; };
 #include "losses.glsl"
 
 void main() {
-  uint i = gl_GlobalInvocationID.x;
+  uint i = linear_index();
   if (i >= n) return;
   float g = dy[i * dy_step] * scale;
   if (HAS_W) g *= weight_of(i);

@@ -1,30 +1,30 @@
 #version 450
 // RMSprop as torch.optim.RMSprop (see optimizers/rmsprop.h):
-// h = (alpha, eps, weight_decay, momentum, centered). Slots: square_avg,
+// H = (alpha, eps, weight_decay, momentum, centered). Slots: square_avg,
 // momentum_buffer, grad_avg.
 #extension GL_GOOGLE_include_directive : require
 #include "optimizer_common.glsl"
 
-void update(uint p, float g, uvec3 slot) {
-  float alpha = h[0], eps = h[1], weight_decay = h[2], momentum = h[3];
-  bool centered = h[4] != 0.0;
-  float w = arena[p];
+void update(uint p, vec4 g, uvec3 slot) {
+  float alpha = H[0], eps = H[1], weight_decay = H[2], momentum = H[3];
+  bool centered = H[4] != 0.0;
+  vec4 w = arena[p];
   g += weight_decay * w;
-  float sq = alpha * arena[slot.x] + (1.0 - alpha) * g * g;
+  vec4 sq = alpha * arena[slot.x] + (1.0 - alpha) * g * g;
   arena[slot.x] = sq;
-  float avg;
+  vec4 avg;
   if (centered) {
-    float ga = alpha * arena[slot.z] + (1.0 - alpha) * g;
+    vec4 ga = alpha * arena[slot.z] + (1.0 - alpha) * g;
     arena[slot.z] = ga;
     avg = sqrt(sq - ga * ga) + eps;
   } else {
     avg = sqrt(sq) + eps;
   }
   if (momentum > 0.0) {
-    float buf = momentum * arena[slot.y] + g / avg;
+    vec4 buf = momentum * arena[slot.y] + g / avg;
     arena[slot.y] = buf;
-    arena[p] = w - lr * buf;
+    arena[p] = w - LR * buf;
   } else {
-    arena[p] = w - lr * g / avg;
+    arena[p] = w - LR * g / avg;
   }
 }

@@ -1,11 +1,16 @@
-// Shared by the optimizer shaders (opt_*.comp). One invocation per element of
-// all the variables of one optimizer call; the segment table (written by the
+// Shared by the optimizer shaders (opt_*.comp), over all the variables of one
+// optimizer call; the segment table (written by the
 // host before every run, see optimizers/apply_op.cpp) says where each
 // variable, its gradient and its slots start, in floats.
 layout(local_size_x_id = 0) in;
+#include "index.glsl"
 
-layout(std430, binding = 0) buffer Arena { float arena[]; };  // variables and slots
-layout(std430, binding = 1) readonly buffer Grads { float grads[]; };
+// vec4 access: one buffer load moves four floats (lavapipe turns every buffer
+// load into a loop over the lanes, so fewer, wider loads are much faster).
+// Tensors start 16-byte aligned with their allocation padded to 16 bytes, so a
+// tensor's last vec4 may run into its own padding, never into another tensor.
+layout(std430, binding = 0) buffer Arena { vec4 arena[]; };  // variables and slots
+layout(std430, binding = 1) readonly buffer Grads { vec4 grads[]; };
 layout(std430, binding = 2) readonly buffer Params {
   float lr;
   float h[7];  // the optimizer's values for this step
@@ -13,36 +18,41 @@ layout(std430, binding = 2) readonly buffer Params {
   float clip_norm;
   uint segments;
   uint total;
-  // Per segment: (variable, gradient, count, first element), (slot 0, 1, 2, -).
+  // Per segment, in floats: (variable, gradient, count, first element),
+  // (slot 0, 1, 2, -); offsets are multiples of 4.
   uvec4 seg[];
 };
 layout(std430, binding = 3) readonly buffer Norm { float global_norm[]; };
 layout(std430, binding = 4) writeonly buffer Out { float used_lr[]; };
 
-// Segment holding element e (segments are in element order).
-uint find_segment(uint e) {
-  uint lo = 0, hi = segments - 1;
-  while (lo < hi) {
-    uint mid = (lo + hi + 1) / 2;
-    if (seg[2 * mid].w <= e) lo = mid; else hi = mid - 1;
-  }
-  return lo;
-}
+// This invocation's copies of the step's values: read from the buffer once,
+// not once per element (on lavapipe every buffer load is a loop over lanes).
+float LR;
+float H[7];
 
-float clipped(float g) {
-  if (clip_norm > 0.0) g *= clip_norm / max(global_norm[0], clip_norm);
-  if (clip_value > 0.0) g = clamp(g, -clip_value, clip_value);
-  return g;
-}
+// Each optimizer defines: void update(uint p, vec4 g, uvec3 slot), p and slot
+// in vec4 units.
+void update(uint p, vec4 g, uvec3 slot);
 
-// Each optimizer defines: void update(uint p, float g, uvec3 slot)
-void update(uint p, float g, uvec3 slot);
-
+// Each invocation takes a share of every segment (variable) in turn, so the
+// segment's offsets are loaded once per segment, and element order within a
+// variable is the order of memory.
 void main() {
-  uint e = gl_GlobalInvocationID.x;
-  if (e == 0) used_lr[0] = lr;
-  if (e >= total) return;
-  uint s = find_segment(e);
-  uint j = e - seg[2 * s].w;
-  update(seg[2 * s].x + j, clipped(grads[seg[2 * s].y + j]), seg[2 * s + 1].xyz + uvec3(j));
+  uint tid = linear_index();
+  uint threads = gl_NumWorkGroups.x * gl_NumWorkGroups.y * gl_WorkGroupSize.x;
+  if (tid == 0) used_lr[0] = lr;
+  LR = lr;
+  for (int k = 0; k < 7; ++k) H[k] = h[k];
+  float scale = clip_norm > 0.0 ? clip_norm / max(global_norm[0], clip_norm) : 1.0;
+  float limit = clip_value > 0.0 ? clip_value : 1.0 / 0.0;
+  uint count = segments;
+  for (uint s = 0; s < count; ++s) {
+    uvec4 where = seg[2 * s] / uvec4(4, 4, 1, 1);  // floats -> vec4s for the offsets
+    uvec3 slots = seg[2 * s + 1].xyz / 4;
+    uint vectors = (where.z + 3) / 4;
+    for (uint j = tid; j < vectors; j += threads) {
+      vec4 g = clamp(grads[where.y + j] * scale, -limit, limit);
+      update(where.x + j, g, slots + uvec3(j));
+    }
+  }
 }

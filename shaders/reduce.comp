@@ -1,9 +1,11 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // Reduces x to a shape whose dimensions are those of x or 1 (keepdims form):
 // each invocation makes one output element by looping over the reduced
 // dimensions. OP 0 sums, 1 takes the maximum. Used for reduce_sum/mean/max and
 // for summing broadcast gradients back to an operand's shape.
 layout(local_size_x_id = 0) in;
+#include "index.glsl"
 layout(constant_id = 1) const uint OP = 0;
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };
@@ -17,7 +19,7 @@ layout(push_constant) uniform Params {
 };
 
 void main() {
-  uint i = gl_GlobalInvocationID.x;
+  uint i = linear_index();
   if (i >= n) return;
   uint rest = i;
   uint base = 0;

@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // dense[v, c] = sum of values[j, c] over every j with indices[j] == v, summed in
 // increasing j: each invocation owns COLS columns of one output row and scans
 // all k indices, so no two invocations write the same element (Vulkan 1.1 has
@@ -6,6 +7,7 @@
 // ceil(dim / COLS) * k index comparisons plus k * dim additions. Indices
 // outside [0, rows) match no row and are dropped.
 layout(local_size_x_id = 0) in;
+#include "index.glsl"
 layout(constant_id = 1) const uint COLS = 8;
 
 layout(std430, binding = 0) readonly buffer Values { float values[]; };
@@ -19,7 +21,7 @@ layout(push_constant) uniform Params {
 };
 
 void main() {
-  uint t = gl_GlobalInvocationID.x;
+  uint t = linear_index();
   if (t >= rows * blocks) return;
   int v = int(t / blocks);
   uint c0 = (t % blocks) * COLS;

@@ -1,10 +1,12 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // Softmax (OP 0) or log_softmax (OP 1) along one axis. x is read as
 // [outer, len, inner]; each invocation owns one (outer, inner) row, strided by
 // `inner`, and makes three passes over it: the maximum, the sum of exp(x - max),
 // then the outputs. Subtracting the maximum keeps exp() at most 1, so no logit
 // overflows, and log_softmax never takes log(0).
 layout(local_size_x_id = 0) in;
+#include "index.glsl"
 layout(constant_id = 1) const uint OP = 0;
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };
@@ -16,7 +18,7 @@ layout(push_constant) uniform Params {
 };
 
 void main() {
-  uint r = gl_GlobalInvocationID.x;
+  uint r = linear_index();
   if (r >= rows) return;
   uint base = (r / inner) * len * inner + r % inner;
   float m = -1.0 / 0.0;

@@ -1,10 +1,12 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // Backward of softmax.comp from its output y, one fused kernel instead of four
 // elementwise ops (a dispatch costs tens of microseconds on lavapipe):
 //   OP 0, softmax:      dx = y * (dy - sum(dy * y))
 //   OP 1, log_softmax:  dx = dy - exp(y) * sum(dy)
 // Same row layout as softmax.comp.
 layout(local_size_x_id = 0) in;
+#include "index.glsl"
 layout(constant_id = 1) const uint OP = 0;
 
 layout(std430, binding = 0) readonly buffer Y { float y[]; };
@@ -17,7 +19,7 @@ layout(push_constant) uniform Params {
 };
 
 void main() {
-  uint r = gl_GlobalInvocationID.x;
+  uint r = linear_index();
   if (r >= rows) return;
   uint base = (r / inner) * len * inner + r % inner;
   float s = 0.0;

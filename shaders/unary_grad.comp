@@ -3,6 +3,7 @@
 // forward output y where that is cheaper (exp, sqrt, sigmoid, tanh, elu).
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0) in;
+#include "index.glsl"
 layout(constant_id = 1) const uint OP = 0;
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };
@@ -17,7 +18,7 @@ layout(push_constant) uniform Params {
 #include "activations.glsl"
 
 void main() {
-  uint i = gl_GlobalInvocationID.x;
+  uint i = linear_index();
   if (i >= n) return;
   float v = x[i];
   float out_v = y[i];

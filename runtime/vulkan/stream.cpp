@@ -305,6 +305,19 @@ Groups Stream::groups_for(const Kernel& kernel, std::uint64_t threads_x, std::ui
   return groups;
 }
 
+Groups Stream::linear_groups(const Kernel& kernel, std::uint64_t threads) {
+  const std::uint64_t local = kernel.local_size()[0];
+  const std::uint64_t groups = std::max<std::uint64_t>((threads + local - 1) / local, 1);
+  const std::uint64_t max_x = kernel.device().limits().maxComputeWorkGroupCount[0];
+  if (groups <= max_x) return {static_cast<std::uint32_t>(groups), 1, 1};
+  const std::uint64_t y = (groups + max_x - 1) / max_x;
+  if (y > kernel.device().limits().maxComputeWorkGroupCount[1]) {
+    throw Error(fmt::format("kernel '{}': {} threads are more than one dispatch can run",
+                            kernel.name(), threads));
+  }
+  return {static_cast<std::uint32_t>(max_x), static_cast<std::uint32_t>(y), 1};
+}
+
 void Stream::copy(BufferRange src, BufferRange dst) {
   check_recording("record a copy");
   check_range(src, "copy source");

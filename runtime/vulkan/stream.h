@@ -58,6 +58,10 @@ class Stream {
   void dispatch(const Kernel& kernel, std::initializer_list<BufferRange> buffers, Groups groups) {
     dispatch(kernel, std::span<const BufferRange>(buffers.begin(), buffers.size()), {}, groups);
   }
+  /// Enough workgroups of `kernel` for `threads` invocations of a 1-D problem,
+  /// as a 2-D grid when x alone would pass the device's workgroup-count limit;
+  /// the shader must then index with shaders/index.glsl's linear_index().
+  static Groups linear_groups(const Kernel& kernel, std::uint64_t threads);
   /// Enough workgroups of `kernel` to cover `threads` invocations in x (y, z).
   static Groups groups_for(const Kernel& kernel, std::uint64_t threads_x,
                            std::uint64_t threads_y = 1, std::uint64_t threads_z = 1);

@@ -184,3 +184,19 @@ TEST_CASE("graph and executor misuse is a vkt::Error naming the problem") {
   CHECK_THAT(vkt::test::error_of([&] { (void)exec.read(hidden); }),
              Contains("was not fetched by this Executor"));
 }
+
+TEST_CASE("1-D ops cover tensors past 65535 workgroups") {
+  vkt::Graph g(vkt::test::shared_device());
+  const std::int64_t n = std::int64_t{65536} * 256 + 5;  // one workgroup too many for x alone
+  const Tensor x = g.input("x", {n});
+  const Tensor y = vkt::relu(x) * 2.0f;
+  vkt::Executor exec(g, {y});
+  std::vector<float> host(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i % 1000) - 500.0f;
+  exec.feed("x", host);
+  exec.run();
+  const std::vector<float> out = exec.read(y);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < host.size(); ++i) wrong += out[i] != std::max(host[i], 0.0f) * 2.0f;
+  CHECK(wrong == 0);
+}

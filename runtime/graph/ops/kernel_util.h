@@ -22,12 +22,13 @@ inline const Kernel& kernel_1d(RecordContext& ctx, const char* shader, std::uint
                               .constants = {SpecConstant::u32(1, op)}});
 }
 
-/// Dispatches enough workgroups of `kernel` for `n` invocations.
+/// Dispatches enough workgroups of `kernel` for `n` invocations, as a 2-D grid
+/// past 65535 workgroups: the shader indexes with linear_index() (index.glsl).
 template <typename Push>
 void dispatch_1d(RecordContext& ctx, const Kernel& kernel,
                  std::initializer_list<BufferRange> buffers, const Push& push, std::int64_t n) {
   ctx.stream().dispatch(kernel, buffers, push,
-                        Stream::groups_for(kernel, static_cast<std::uint64_t>(n)));
+                        Stream::linear_groups(kernel, static_cast<std::uint64_t>(n)));
 }
 
 /// `shape` right-aligned into 4 dimensions (padded with 1 on the left).
