@@ -154,7 +154,7 @@ TEST_CASE("one_hot: rows of on/off values, all off for an index out of range") {
                                            0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 1, 0});  // 3, 1, 2
 }
 
-TEST_CASE("argmax and one_hot pass no gradient; softmax's flows through a mask of them") {
+TEST_CASE("argmax and one_hot pass no gradient, softmax's flows through a mask of them") {
   vkt::Graph g(vkt::test::shared_device());
   const Tensor x = g.input("x", {2, 3});
   // d/dx sum(x * one_hot(argmax(x))) = the mask itself: nothing flows into argmax.

@@ -176,7 +176,7 @@ TEST_CASE("the scalar example of DESIGN.md on one device: c goes from 10 to 7") 
   CHECK(g.global_step() == 1);
 }
 
-TEST_CASE("two optimizers on their own variables apply in order; the global step advances once") {
+TEST_CASE("two optimizers on their own variables apply in order, the global step advances once") {
   vkt::Graph g(vkt::test::shared_device());
   const Tensor c = g.variable("c", {}, vkt::Initializer::constant(10.0f));
   const Tensor d = g.variable("d", {}, vkt::Initializer::constant(2.0f));
@@ -271,7 +271,7 @@ TEST_CASE("learning-rate schedules follow their formulas, read back from the tra
   }
 }
 
-TEST_CASE("clipping by global norm scales every gradient by the same factor; by value clamps") {
+TEST_CASE("clipping by global norm scales every gradient by the same factor, by value clamps") {
   vkt::Graph g(vkt::test::shared_device());
   const Tensor a = g.variable("a", {2}, vkt::Initializer::zeros());
   const Tensor b = g.variable("b", {2}, vkt::Initializer::zeros());

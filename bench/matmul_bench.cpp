@@ -1,0 +1,163 @@
+// vkt-bench-matmul: GFLOP/s of vktower's matmul on each device, with each
+// kernel variant, next to OpenBLAS sgemm measured in the same run on the same
+// shapes with as many threads as lavapipe uses. The device time is one replay
+// of a recorded step (Executor::run + wait: submit, kernel, fence), median of
+// the repetitions; pipeline creation happens before, when the step is recorded.
+// Ends with `matmul_1024_ratio_vs_openblas=R` (the default variant of the first
+// device at 1024^3).
+#include <cblas.h>
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <vktower/runtime/graph/executor.h>
+#include <vktower/runtime/graph/graph.h>
+#include <vktower/runtime/graph/ops/matmul.h>
+#include <vktower/vktower.h>
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Case {
+  std::string label;
+  int m, k, n;
+  bool ta = false, tb = false;
+  double flops() const { return 2.0 * m * k * n; }
+};
+
+template <typename Fn>
+double median_seconds(int reps, Fn&& fn) {
+  fn();  // warm-up: first touches of the memory
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) {
+    const auto start = Clock::now();
+    fn();
+    times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+std::vector<float> random_values(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+double openblas_seconds(const Case& c, int reps) {
+  const std::vector<float> a = random_values(std::size_t(c.m) * c.k, 1);
+  const std::vector<float> b = random_values(std::size_t(c.k) * c.n, 2);
+  std::vector<float> out(std::size_t(c.m) * c.n);
+  const int lda = c.ta ? c.m : c.k, ldb = c.tb ? c.k : c.n;
+  return median_seconds(reps, [&] {
+    cblas_sgemm(CblasRowMajor, c.ta ? CblasTrans : CblasNoTrans, c.tb ? CblasTrans : CblasNoTrans,
+                c.m, c.n, c.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, out.data(), c.n);
+  });
+}
+
+double vktower_seconds(vkt::Device& device, const Case& c, int reps) {
+  vkt::Graph g(device);
+  const vkt::Tensor a = g.input("a", c.ta ? vkt::Shape{c.k, c.m} : vkt::Shape{c.m, c.k});
+  const vkt::Tensor b = g.input("b", c.tb ? vkt::Shape{c.n, c.k} : vkt::Shape{c.k, c.n});
+  vkt::Executor step(g, {vkt::matmul(a, b, c.ta, c.tb)});
+  step.feed("a", random_values(std::size_t(c.m) * c.k, 1));
+  step.feed("b", random_values(std::size_t(c.k) * c.n, 2));
+  return median_seconds(reps, [&] {
+    step.run();
+    step.wait();
+  });
+}
+
+const char* name_of(vkt::MatmulVariant v) {
+  return v == vkt::MatmulVariant::Texel ? "texel" : "tiled";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"vkt-bench-matmul: matmul GFLOP/s against OpenBLAS sgemm in the same run"};
+  std::vector<int> sizes{256, 512, 1024, 2048};
+  int reps = 5;
+  int slow_max = 1024;
+  std::vector<std::uint32_t> devices;
+  app.add_option("--sizes", sizes, "square sizes")->delimiter(',')->capture_default_str();
+  app.add_option("--reps", reps, "timed repetitions (the median is printed)")
+      ->capture_default_str();
+  app.add_option("--slow-max", slow_max,
+                 "largest square size for a variant that is not the device's default "
+                 "(the tiled kernel on lavapipe runs at a few GFLOP/s)")
+      ->capture_default_str();
+  app.add_option("--device", devices, "device indices (default: all)")->delimiter(',');
+  CLI11_PARSE(app, argc, argv);
+
+  std::vector<Case> cases;
+  for (int s : sizes) cases.push_back({fmt::format("{}^3", s), s, s, s});
+  // A 784-1024-1024-10 MLP at batch 256: forward, and the two backward products.
+  cases.push_back({"x W     256x784 * 784x1024", 256, 784, 1024});
+  cases.push_back({"x W     256x1024 * 1024x1024", 256, 1024, 1024});
+  cases.push_back({"x W     256x1024 * 1024x10", 256, 1024, 10});
+  cases.push_back({"dy W^T  256x1024 * (784x1024)^T", 256, 1024, 784, false, true});
+  cases.push_back({"x^T dy  (256x784)^T * 256x1024", 784, 256, 1024, true, false});
+
+  try {
+    vkt::Instance instance;
+    const char* lp = std::getenv("LP_NUM_THREADS");
+    const int threads = lp != nullptr ? std::max(1, std::atoi(lp))
+                                      : static_cast<int>(std::thread::hardware_concurrency());
+    openblas_set_num_threads(threads);
+    const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+    fmt::print("OpenBLAS {} core \"{}\" (OPENBLAS_CORETYPE={}), {} threads\n",
+               openblas_get_config(), openblas_get_corename(),
+               coretype != nullptr ? coretype : "unset", threads);
+    fmt::print("lavapipe threads: LP_NUM_THREADS={} ({} workers)\n", lp != nullptr ? lp : "unset",
+               lp != nullptr ? std::atoi(lp) : threads);
+    if (devices.empty()) {
+      for (const vkt::DeviceInfo& d : instance.devices()) {
+        if (d.unusable_reason.empty()) devices.push_back(d.index);
+      }
+    }
+    std::optional<double> ratio_1024;
+    for (std::uint32_t index : devices) {
+      vkt::Device device(instance, index);
+      const vkt::MatmulVariant preferred = vkt::matmul_variant(device);
+      fmt::print("\ndevice {}: {} ({}), default variant {}\n", index, device.info().name,
+                 device.info().driver_info, name_of(preferred));
+      fmt::print("  {:<34}{:>8}{:>12}{:>12}{:>9}\n", "shape (M x K * K x N)", "variant", "vktower",
+                 "OpenBLAS", "ratio");
+      for (const char* variant : {"texel", "tiled"}) {
+        ::setenv("VKT_MATMUL_VARIANT", variant, 1);
+        const vkt::MatmulVariant v = vkt::matmul_variant(device);
+        if (std::string(name_of(v)) != variant) continue;  // this device cannot run it
+        for (std::size_t i = 0; i < cases.size(); ++i) {
+          const Case& c = cases[i];
+          if (v != preferred && std::max({c.m, c.k, c.n}) > slow_max) continue;
+          // Back to back, so that both see the same load on the shared machine.
+          const double blas = openblas_seconds(c, reps);
+          const double t = vktower_seconds(device, c, v == preferred ? reps : 1);
+          const double gflops = c.flops() / t / 1e9, ref = c.flops() / blas / 1e9;
+          fmt::print("  {:<34}{:>8}{:>8.1f} GF/s{:>7.1f} GF/s{:>9.3f}\n", c.label, variant, gflops,
+                     ref, gflops / ref);
+          if (v == preferred && c.m == 1024 && c.k == 1024 && c.n == 1024 && !ratio_1024) {
+            ratio_1024 = gflops / ref;
+          }
+        }
+      }
+      ::unsetenv("VKT_MATMUL_VARIANT");
+    }
+    if (ratio_1024) fmt::print("\nmatmul_1024_ratio_vs_openblas={:.3f}\n", *ratio_1024);
+    return 0;
+  } catch (const vkt::Error& e) {
+    fmt::print(stderr, "vkt-bench-matmul: {}\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,63 @@
+// layers::dense and the activations layers apply.
+#include "layers.h"
+
+#include <fmt/format.h>
+
+#include "../../vulkan/error.h"
+#include "../graph.h"
+#include "elementwise.h"
+#include "matmul.h"
+#include "shape_ops.h"
+
+namespace vkt::layers {
+
+Tensor activate(const Tensor& x, Activation activation) {
+  switch (activation) {
+    case Activation::None:
+      return x;
+    case Activation::Relu:
+      return relu(x);
+    case Activation::Sigmoid:
+      return sigmoid(x);
+    case Activation::Tanh:
+      return tanh(x);
+    case Activation::Gelu:
+      return gelu(x);
+    case Activation::Elu:
+      return elu(x);
+    case Activation::LeakyRelu:
+      return leaky_relu(x);
+    case Activation::Softplus:
+      return softplus(x);
+  }
+  throw Error(fmt::format("activate: unknown activation {}", static_cast<int>(activation)));
+}
+
+Tensor dense(const Tensor& x, std::int64_t units, Activation activation, const std::string& name) {
+  if (!x.valid()) throw Error(fmt::format("dense '{}': the input tensor is empty", name));
+  const Shape& shape = x.shape();
+  if (shape.rank() < 2) {
+    throw Error(
+        fmt::format("dense '{}': input '{}' has shape {}; it needs a batch dimension "
+                    "and a feature dimension ([batch, features])",
+                    name, x.name(), shape.str()));
+  }
+  if (units < 1)
+    throw Error(fmt::format("dense '{}': units must be positive, got {}", name, units));
+  const std::int64_t in = shape[shape.rank() - 1];
+  Graph& g = x.graph();
+  const Tensor kernel = g.variable(name + "/kernel", {in, units}, Initializer::glorot_uniform());
+  const Tensor bias = g.variable(name + "/bias", {units}, Initializer::zeros());
+  // matmul takes matrices: fold the leading dimensions into one and back.
+  const bool fold = shape.rank() > 2;
+  const Tensor x2 = fold ? reshape(x, {shape.elements() / in, in}) : x;
+  Tensor y = bias_add(matmul(x2, kernel), bias);
+  if (fold) {
+    std::vector<std::int64_t> dims = shape.dims();
+    dims.back() = units;
+    y = reshape(y, Shape(dims));
+  }
+  return activate(y, activation);
+}
+
+}  // namespace vkt::layers

@@ -1,0 +1,209 @@
+// matmul (shaders/matmul_tiled.comp; shaders/matmul_texel_r*c*.comp, which
+// share shaders/matmul_texel.glsl) and bias_add (shaders/matmul_bias.comp).
+#include "matmul.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
+#include <string_view>
+
+#include "../../vulkan/error.h"
+#include "../graph.h"
+#include "elementwise.h"
+#include "kernel_util.h"
+
+namespace vkt {
+namespace {
+
+struct TiledPush {
+  std::uint32_t m, n, k;
+};
+struct TexelPush {
+  std::uint32_t m, n, k, a_last, b_last;
+};
+
+// Invocations of a texel-kernel workgroup: lavapipe's SIMD width (8 x 32 bits).
+constexpr std::uint32_t kTexelLanes = 8;
+
+/// A texel view of `r`: the range rounded up to whole texels, or nothing when
+/// the device cannot bind it that way.
+std::optional<BufferRange> texel_view(const Device& device, const BufferRange& r) {
+  const std::size_t bytes = align_up(r.size(), 16);
+  const VkPhysicalDeviceLimits& limits = device.limits();
+  if (r.offset % std::max<VkDeviceSize>(limits.minTexelBufferOffsetAlignment, 16) != 0 ||
+      r.offset + bytes > r.buffer->size() || bytes / 16 > limits.maxTexelBufferElements) {
+    return std::nullopt;
+  }
+  return BufferRange(*r.buffer, r.offset, bytes);
+}
+
+class MatmulOp final : public Op {
+ public:
+  MatmulOp(bool transpose_a, bool transpose_b) : ta_(transpose_a), tb_(transpose_b) {}
+  std::string type() const override { return "matmul"; }
+
+  void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
+    const auto m = static_cast<std::uint32_t>(out.shape()[0]);
+    const auto n = static_cast<std::uint32_t>(out.shape()[1]);
+    const auto k = static_cast<std::uint32_t>(in[0].shape()[ta_ ? 0 : 1]);
+    const BufferRange a = ctx.buffer(in[0]), b = ctx.buffer(in[1]), c = ctx.buffer(out);
+    if (matmul_variant(ctx.device()) == MatmulVariant::Texel) {
+      const auto ta = texel_view(ctx.device(), a), tb = texel_view(ctx.device(), b);
+      if (ta && tb) return record_texel(ctx, *ta, *tb, c, m, n, k);
+    }
+    record_tiled(ctx, a, b, c, m, n, k);
+  }
+
+  std::vector<Gradient> gradient(std::span<const Tensor> in, const Tensor&,
+                                 const Tensor& dy) const override {
+    const Tensor& a = in[0];
+    const Tensor& b = in[1];
+    // C = op(A) op(B): dA = dC op(B)^T, dB = op(A)^T dC, each laid out as the
+    // stored operand (transposed back where the operand was transposed).
+    if (!ta_ && !tb_) return {Gradient{matmul(dy, b, false, true)}, {matmul(a, dy, true, false)}};
+    if (ta_ && !tb_) return {Gradient{matmul(b, dy, false, true)}, {matmul(a, dy, false, false)}};
+    if (!ta_ && tb_) return {Gradient{matmul(dy, b, false, false)}, {matmul(dy, a, true, false)}};
+    return {Gradient{matmul(b, dy, true, true)}, {matmul(dy, a, true, true)}};
+  }
+
+ private:
+  void record_texel(RecordContext& ctx, BufferRange a, BufferRange b, BufferRange c,
+                    std::uint32_t m, std::uint32_t n, std::uint32_t k) const {
+    Device& device = ctx.device();
+    // Blocks of 16 rows x (8 lanes x 16 columns) measured fastest (see
+    // docs/PERFORMANCE.md); short or narrow outputs get smaller blocks, so that
+    // lanes do not compute many elements that are then discarded.
+    const std::uint32_t rm = m <= 8 ? 8 : 16;
+    const std::uint32_t rn4 = n <= 4 * kTexelLanes ? 1 : n <= 8 * kTexelLanes ? 2 : 4;
+    const std::uint32_t a_row = ta_ ? m : k, b_row = tb_ ? k : n;  // stored row lengths
+    const Kernel& kernel =
+        device.kernel({.shader = fmt::format("matmul_texel_r{}c{}", rm, rn4),
+                       .local_size = {kTexelLanes, 1, 1},
+                       .constants = {SpecConstant::u32(2, ta_), SpecConstant::u32(3, tb_),
+                                     SpecConstant::u32(4, a_row % 4 == 0),
+                                     SpecConstant::u32(5, b_row % 4 == 0)}});
+    const TexelPush push{m, n, k, static_cast<std::uint32_t>(a.size() / 16 - 1),
+                         static_cast<std::uint32_t>(b.size() / 16 - 1)};
+    const std::uint32_t columns = 4 * rn4 * kTexelLanes;
+    ctx.stream().dispatch(kernel, {a, b, c}, push,
+                          Groups{(n + columns - 1) / columns, (m + rm - 1) / rm, 1});
+  }
+
+  void record_tiled(RecordContext& ctx, BufferRange a, BufferRange b, BufferRange c,
+                    std::uint32_t m, std::uint32_t n, std::uint32_t k) const {
+    Device& device = ctx.device();
+    // 64x64 tiles, 16 deep: 8 KiB of shared memory; 4x4 blocks need 256
+    // invocations, 8x8 blocks 64 where a device allows fewer than 256.
+    const std::uint32_t tile = 64, depth = 16;
+    const std::uint32_t block = device.info().max_workgroup_invocations >= 256 ? 4 : 8;
+    const Kernel& kernel =
+        device.kernel({.shader = "matmul_tiled",
+                       .local_size = {tile / block, tile / block, 1},
+                       .constants = {SpecConstant::u32(2, tile), SpecConstant::u32(3, tile),
+                                     SpecConstant::u32(4, depth), SpecConstant::u32(5, block),
+                                     SpecConstant::u32(6, block), SpecConstant::u32(7, ta_),
+                                     SpecConstant::u32(8, tb_)}});
+    ctx.stream().dispatch(kernel, {a, b, c}, TiledPush{m, n, k},
+                          Groups{(n + tile - 1) / tile, (m + tile - 1) / tile, 1});
+  }
+
+  bool ta_, tb_;
+};
+
+struct BiasPush {
+  std::uint32_t n, d;
+};
+
+class BiasAddOp final : public Op {
+ public:
+  std::string type() const override { return "bias_add"; }
+  void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
+    const std::int64_t n = out.shape().elements();
+    const auto d = static_cast<std::uint32_t>(in[1].shape()[0]);
+    const Kernel& kernel = ctx.device().kernel(
+        {.shader = "matmul_bias", .local_size = {ops_detail::kLocalSize, 1, 1}});
+    ops_detail::dispatch_1d(ctx, kernel, {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(out)},
+                            BiasPush{static_cast<std::uint32_t>(n), d}, n);
+  }
+  std::vector<Gradient> gradient(std::span<const Tensor> in, const Tensor&,
+                                 const Tensor& dy) const override {
+    return {Gradient{dy}, Gradient{sum_to(dy, in[1].shape())}};
+  }
+};
+
+void check_operands(const char* op, const Tensor& a, const Tensor& b, const std::string& what) {
+  if (!a.valid() || !b.valid()) throw Error(fmt::format("{}: an input tensor is empty", op));
+  if (&a.graph() != &b.graph()) {
+    throw Error(
+        fmt::format("{}: '{}' and '{}' belong to different graphs (devices); copy one "
+                    "across first",
+                    what, a.name(), b.name()));
+  }
+  for (const Tensor* t : {&a, &b}) {
+    if (t->dtype() != DType::F32) {
+      throw Error(
+          fmt::format("{}: input '{}' holds i32 values; {} takes f32", what, t->name(), op));
+    }
+  }
+}
+
+}  // namespace
+
+MatmulVariant matmul_variant(const Device& device) {
+  const char* env = std::getenv("VKT_MATMUL_VARIANT");
+  const std::string_view want = env != nullptr ? env : "";
+  if (want == "tiled") return MatmulVariant::Tiled;
+  if (want == "texel") return MatmulVariant::Texel;
+  if (!want.empty() && want != "auto") {
+    throw Error(
+        fmt::format("VKT_MATMUL_VARIANT='{}' is not a matmul variant; use tiled, texel "
+                    "or auto (or leave it unset)",
+                    want));
+  }
+  return device.info().is_lavapipe ? MatmulVariant::Texel : MatmulVariant::Tiled;
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+  const std::string what =
+      a.valid() && b.valid()
+          ? fmt::format("matmul('{}', '{}'{}{})", a.name(), b.name(),
+                        transpose_a ? ", transpose_a" : "", transpose_b ? ", transpose_b" : "")
+          : "matmul";
+  check_operands("matmul", a, b, what);
+  if (a.shape().rank() != 2 || b.shape().rank() != 2) {
+    throw Error(
+        fmt::format("{}: both operands must be matrices (rank 2), got {} x {}; reshape "
+                    "them first",
+                    what, a.shape().str(), b.shape().str()));
+  }
+  const std::int64_t m = a.shape()[transpose_a ? 1 : 0], ka = a.shape()[transpose_a ? 0 : 1];
+  const std::int64_t kb = b.shape()[transpose_b ? 1 : 0], n = b.shape()[transpose_b ? 0 : 1];
+  if (ka != kb) {
+    throw Error(
+        fmt::format("{}: inner dimensions differ: {}{} x {}{} ({} vs {}); the columns of "
+                    "the left operand must match the rows of the right one",
+                    what, a.shape().str(), transpose_a ? "^T" : "", b.shape().str(),
+                    transpose_b ? "^T" : "", ka, kb));
+  }
+  return a.graph().add_node(std::make_unique<MatmulOp>(transpose_a, transpose_b), {a, b},
+                            Shape{m, n});
+}
+
+Tensor bias_add(const Tensor& x, const Tensor& bias) {
+  const std::string what = x.valid() && bias.valid()
+                               ? fmt::format("bias_add('{}', '{}')", x.name(), bias.name())
+                               : "bias_add";
+  check_operands("bias_add", x, bias, what);
+  if (x.shape().rank() < 1 || bias.shape().rank() != 1 ||
+      bias.shape()[0] != x.shape()[x.shape().rank() - 1]) {
+    throw Error(
+        fmt::format("{}: the bias must be a vector as long as the last dimension of x, "
+                    "got x {} and bias {}",
+                    what, x.shape().str(), bias.shape().str()));
+  }
+  return x.graph().add_node(std::make_unique<BiasAddOp>(), {x, bias}, x.shape());
+}
+
+}  // namespace vkt

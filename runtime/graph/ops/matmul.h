@@ -1,0 +1,37 @@
+#pragma once
+// Matrix multiplication with transpose flags, and bias_add.
+
+#include "../tensor.h"
+
+namespace vkt {
+
+class Device;
+
+/// op(a) * op(b), where op transposes when its flag is set: a [M, K] (or [K, M]
+/// with transpose_a) times b [K, N] (or [N, K] with transpose_b) gives [M, N].
+/// Both operands are rank-2 f32 tensors of one graph; a mismatch is a vkt::Error
+/// naming both tensors and both shapes, raised when the graph is built.
+///
+///   vkt::Tensor logits = vkt::matmul(x, w);              // [32, 784] x [784, 10]
+///   vkt::Tensor gram = vkt::matmul(x, x, true, false);   // x^T x: [784, 784]
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
+
+/// x + bias along the last dimension: x [..., D], bias [D]. The bias gradient
+/// is the sum of dy over every other dimension.
+Tensor bias_add(const Tensor& x, const Tensor& bias);
+
+/// The kernels matmul can record. Texel (for lavapipe): operands read as RGBA32F
+/// texel buffers into large per-invocation register blocks, no shared memory.
+/// Tiled (for GPUs): shared-memory tiles with a register block per thread.
+/// Both run on any Vulkan device and give the same values up to rounding.
+enum class MatmulVariant { Tiled, Texel };
+
+/// The variant matmul records on `device`: Texel on lavapipe, Tiled elsewhere.
+/// The environment variable VKT_MATMUL_VARIANT=tiled, =texel or =auto (read
+/// when a step is recorded) overrides the choice, e.g. to test the GPU kernel on
+/// lavapipe; another value is a vkt::Error. An operand whose memory cannot be
+/// bound as a texel buffer (offset alignment, size limit) is read by the tiled
+/// kernel whatever the choice.
+MatmulVariant matmul_variant(const Device& device);
+
+}  // namespace vkt

@@ -1,0 +1,6 @@
+#version 450
+// matmul, lavapipe variant, 8-row x 1-texel register block (see matmul_texel.glsl).
+#extension GL_GOOGLE_include_directive : require
+#define RM 8
+#define RN4 1
+#include "matmul_texel.glsl"
