@@ -3,6 +3,8 @@
 // The one header an application needs:  #include <vktower/vktower.h>
 
 #include "runtime/version.h"
+
+// The Vulkan runtime.
 #include "runtime/vulkan/buffer.h"
 #include "runtime/vulkan/cross_device_copy.h"
 #include "runtime/vulkan/device.h"
@@ -12,3 +14,26 @@
 #include "runtime/vulkan/kernel.h"
 #include "runtime/vulkan/stream.h"
 #include "runtime/vulkan/ticket.h"
+
+// Models: graphs, ops, gradients, execution.
+#include "runtime/graph/autodiff.h"
+#include "runtime/graph/executor.h"
+#include "runtime/graph/graph.h"
+#include "runtime/graph/ops/dropout.h"
+#include "runtime/graph/ops/elementwise.h"
+#include "runtime/graph/ops/embedding.h"
+#include "runtime/graph/ops/layers.h"
+#include "runtime/graph/ops/losses.h"
+#include "runtime/graph/ops/matmul.h"
+#include "runtime/graph/ops/reduce.h"
+#include "runtime/graph/ops/shape_ops.h"
+#include "runtime/graph/ops/softmax.h"
+
+// Optimizers.
+#include "optimizers/adagrad.h"
+#include "optimizers/adam.h"
+#include "optimizers/ftrl.h"
+#include "optimizers/rmsprop.h"
+#include "optimizers/schedule.h"
+#include "optimizers/sgd.h"
+#include "optimizers/tower_optimizer.h"
