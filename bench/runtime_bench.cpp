@@ -7,11 +7,13 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <vktower/tower/gradient_reducer.h>
 #include <vktower/vktower.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 namespace {
@@ -82,6 +84,36 @@ int main(int argc, char** argv) {
                  staged ? "CrossDeviceCopy, staged (2 copy commands)"
                         : "CrossDeviceCopy, mapped (1 memcpy)",
                  gbs / t, t_memcpy / t);
+    }
+
+    // Gradient reduction: N towers' arenas gathered and summed on a consolidation
+    // device, against the same sum on the host (reading the N arenas once).
+    fmt::print("\ngradient reduction of {} MiB arenas\n", mib);
+    for (int towers : {2, 4}) {
+      std::vector<std::unique_ptr<vkt::Device>> devices;
+      std::vector<vkt::Buffer> arenas;
+      std::vector<vkt::BufferRange> ranges;
+      for (int t = 0; t < towers; ++t) {
+        devices.push_back(std::make_unique<vkt::Device>(instance, device_index));
+        arenas.emplace_back(*devices.back(), bytes);
+        arenas.back().upload(std::span<const std::byte>(host_a));
+      }
+      for (const vkt::Buffer& a : arenas) ranges.emplace_back(a);
+      vkt::Device master(instance, device_index);
+      vkt::GradientReducer reducer(ranges, master);
+      std::vector<std::vector<float>> cpu(towers, std::vector<float>(bytes / 4, 1.0f));
+      std::vector<float> cpu_sum(bytes / 4);
+      const double t_cpu = median_seconds(reps, [&] {
+        for (std::size_t i = 0; i < cpu_sum.size(); ++i) {
+          float acc = cpu[0][i];
+          for (int t = 1; t < towers; ++t) acc += cpu[t][i];
+          cpu_sum[i] = acc;
+        }
+      });
+      const double t_gpu = median_seconds(reps, [&] { reducer.run({}).wait(); });
+      fmt::print(
+          "  {} towers: host sum {:.1f} ms (reference), GradientReducer {:.1f} ms, ratio {:.2f}\n",
+          towers, t_cpu * 1e3, t_gpu * 1e3, t_cpu / t_gpu);
     }
 
     vkt::Device device(instance, device_index);

@@ -1,0 +1,44 @@
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+
+#include <vktower/runtime/vulkan/instance.h>
+#include <vktower/tower/device_list.h>
+
+#include "../test_support.h"
+
+using Catch::Matchers::Contains;
+
+TEST_CASE("device lists: all, repeated indices, and clear errors") {
+  vkt::Instance instance;
+  const auto count = static_cast<std::uint32_t>(instance.devices().size());
+  REQUIRE(count >= 1);
+  CHECK(vkt::parse_device_list("all", instance).size() == count);
+  CHECK(vkt::parse_device_list("", instance).size() == count);
+  CHECK(vkt::parse_device_list("0,0, 0", instance) == std::vector<std::uint32_t>{0, 0, 0});
+  CHECK(vkt::parse_device_list(" 0 ", instance) == std::vector<std::uint32_t>{0});
+
+  const std::string unknown = vkt::test::error_of([&] { vkt::parse_device_list("0,7", instance); });
+  CHECK_THAT(unknown, Contains("device 7 does not exist"));
+  CHECK_THAT(unknown, Contains(instance.devices()[0].name));
+  CHECK_THAT(vkt::test::error_of([&] { vkt::parse_device_list("0,,1", instance); }),
+             Contains("'' is not a device index"));
+  CHECK_THAT(vkt::test::error_of([&] { vkt::parse_device_list("gpu0", instance); }),
+             Contains("'gpu0' is not a device index"));
+  CHECK_THAT(vkt::test::error_of([&] { vkt::parse_device_list("-1", instance); }),
+             Contains("'-1' is not a device index"));
+}
+
+TEST_CASE("VKT_DEVICES overrides the default device list") {
+  vkt::Instance instance;
+  ::unsetenv("VKT_DEVICES");
+  CHECK(vkt::device_list_from_environment(instance, {0, 0}) == std::vector<std::uint32_t>{0, 0});
+  ::setenv("VKT_DEVICES", "0,0,0", 1);
+  CHECK(vkt::device_list_from_environment(instance, {0, 0}) == std::vector<std::uint32_t>{0, 0, 0});
+  ::setenv("VKT_DEVICES", "9", 1);
+  CHECK_THAT(vkt::test::error_of([&] { vkt::device_list_from_environment(instance); }),
+             Contains("VKT_DEVICES: device list '9': device 9 does not exist"));
+  ::unsetenv("VKT_DEVICES");
+  CHECK_THAT(vkt::test::error_of([&] { vkt::device_list_from_environment(instance, {5}); }),
+             Contains("device index 5 does not exist"));
+}

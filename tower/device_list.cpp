@@ -1,0 +1,77 @@
+#include "device_list.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <string>
+
+#include "../runtime/vulkan/error.h"
+#include "../runtime/vulkan/instance.h"
+
+namespace vkt {
+namespace {
+
+std::string listing(const Instance& instance) {
+  std::string out;
+  for (const DeviceInfo& d : instance.devices()) out += fmt::format("\n  {}: {}", d.index, d.name);
+  return out.empty() ? " (none: install a Vulkan driver, e.g. mesa-vulkan-drivers)" : out;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::uint32_t> parse_device_list(std::string_view spec, const Instance& instance) {
+  const auto count = static_cast<std::uint32_t>(instance.devices().size());
+  spec = trim(spec);
+  std::vector<std::uint32_t> out;
+  if (spec.empty() || spec == "all") {
+    for (std::uint32_t i = 0; i < count; ++i) out.push_back(i);
+    if (out.empty())
+      throw Error("device list 'all': this machine has no Vulkan device" + listing(instance));
+    return out;
+  }
+  while (true) {
+    const std::size_t comma = spec.find(',');
+    const std::string_view token = trim(spec.substr(0, comma));
+    std::uint32_t index = 0;
+    const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), index);
+    if (token.empty() || ec != std::errc() || end != token.data() + token.size()) {
+      throw Error(
+          fmt::format("device list '{}': '{}' is not a device index; write 'all' or "
+                      "indices like 0,0,1 (the devices:{})",
+                      spec, token, listing(instance)));
+    }
+    if (index >= count) {
+      throw Error(
+          fmt::format("device list '{}': device {} does not exist; this machine has {} "
+                      "Vulkan device{}:{}",
+                      spec, index, count, count == 1 ? "" : "s", listing(instance)));
+    }
+    out.push_back(index);
+    if (comma == std::string_view::npos) break;
+    spec.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+std::vector<std::uint32_t> device_list_from_environment(const Instance& instance,
+                                                        std::vector<std::uint32_t> fallback) {
+  if (const char* env = std::getenv("VKT_DEVICES"); env != nullptr) {
+    try {
+      return parse_device_list(env, instance);
+    } catch (const Error& e) {
+      throw Error(fmt::format("VKT_DEVICES: {}", e.what()));
+    }
+  }
+  for (std::uint32_t index : fallback) (void)instance.device(index);  // throws for unknown ones
+  return fallback.empty() ? parse_device_list("all", instance) : fallback;
+}
+
+}  // namespace vkt

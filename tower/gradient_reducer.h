@@ -1,0 +1,47 @@
+#pragma once
+// Sums the towers' gradient arenas on the consolidation device.
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "../runtime/vulkan/buffer.h"
+#include "../runtime/vulkan/cross_device_copy.h"
+#include "../runtime/vulkan/stream.h"
+#include "../runtime/vulkan/ticket.h"
+
+namespace vkt {
+
+/// Moves every tower's gradient arena (one buffer per tower, Horovod's tensor
+/// fusion) to the consolidation device with staged copies, one copy per arena,
+/// and sums them there in tower order with one dispatch, so the sum is the same
+/// bit for bit in every run. Built once, run every step: the staging buffers,
+/// copies and the recorded sum are reused.
+///
+///   vkt::GradientReducer reduce(tower_arenas, master_device);
+///   vkt::Ticket summed = reduce.run(backward_tickets);
+///   // reduce.sum() holds g_0 + g_1 + ... on master_device
+class GradientReducer {
+ public:
+  /// All ranges must have the same size (every tower runs the same model).
+  GradientReducer(std::vector<BufferRange> tower_gradients, Device& consolidation);
+
+  /// Gathers and sums; `ready[i]` is tower i's ticket for the work that wrote
+  /// its gradients (empty tickets are fine). The returned ticket, on the
+  /// consolidation device, completes when sum() holds the sum.
+  Ticket run(std::span<const Ticket> ready);
+
+  Buffer& sum() { return sum_; }
+  std::size_t towers() const { return copies_.size(); }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  std::size_t bytes_;
+  std::size_t stride_;  // bytes between two towers' slices in gathered_
+  Buffer gathered_;
+  Buffer sum_;
+  std::vector<std::unique_ptr<CrossDeviceCopy>> copies_;
+  Stream add_;
+};
+
+}  // namespace vkt
