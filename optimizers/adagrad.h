@@ -18,7 +18,8 @@ struct AdagradOptions {
 ///   clr = lr / (1 + (t - 1) * lr_decay)
 ///   sum = sum + g^2                 (starts at initial_accumulator_value)
 ///   p = p - clr * g / (sqrt(sum) + eps)
-/// Slot "sum".
+/// Slot "sum". Sparse rows (see Optimizer): only named rows add to their sum
+/// (tf sparse_apply_adagrad); t and clr are the global step's.
 class Adagrad : public Optimizer {
  public:
   explicit Adagrad(LearningRate lr, AdagradOptions options = {}, std::string name = "Adagrad");

@@ -22,6 +22,9 @@ struct AdamOptions {
 ///   v_max = max(v_max, v)  and use v_max for v    (amsgrad)
 ///   p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 /// Slots "m", "v", "v_max" (v_max stays 0 without amsgrad).
+/// Sparse rows (see Optimizer) are lazy, as torch.optim.SparseAdam and
+/// tfa LazyAdam: rows not named keep m and v (no decay), named rows use the
+/// global t in the bias corrections.
 ///
 ///   vkt::Adam adam(0.001f, {.beta2 = 0.98f});
 class Adam : public Optimizer {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "../runtime/graph/graph.h"
@@ -19,6 +20,47 @@ constexpr std::size_t kNormHeaderBytes = 16;
 // the segment table and the step's values.
 constexpr std::uint64_t kApplyThreads = 1u << 18;
 constexpr std::size_t kNormSegmentBytes = 16;
+constexpr std::size_t kSparseSegmentBytes = 48;  // three uvec4
+// Column units (vec4s, or floats for widths not a multiple of 4) per work item
+// of a sparse update: BLOCK in shaders/optimizer_sparse_common.glsl.
+constexpr std::uint32_t kSparseBlock = 16;
+
+/// The part of the parameter block both update shaders share (the Params block
+/// of shaders/optimizer_params.glsl): the step's values, the clipping, and the
+/// segment count.
+void write_header(std::vector<std::uint32_t>& words, const StepValues& step,
+                  const Clipping& clipping, std::size_t segments, std::uint32_t total) {
+  const auto put = [&](std::size_t i, float f) { std::memcpy(&words[i], &f, 4); };
+  put(0, step.lr);
+  for (std::size_t i = 0; i < 7; ++i) put(1 + i, step.h[i]);
+  put(8, clipping.value);
+  put(9, clipping.global_norm);
+  words[10] = static_cast<std::uint32_t>(segments);
+  words[11] = total;
+}
+
+/// A sparse variable's row width D (floats per row of the [V, ...] variable),
+/// and its work items per occurrence: vec4 units where D allows, else floats.
+std::uint32_t row_width(const Tensor& var) {
+  return static_cast<std::uint32_t>(var.shape().elements() / var.shape()[0]);
+}
+std::uint32_t blocks_per_row(std::uint32_t width) {
+  const std::uint32_t units = width % 4 == 0 ? width / 4 : width;
+  return (units + kSparseBlock - 1) / kSparseBlock;
+}
+
+/// A plain copy, whatever the dtype (i32 indices included).
+class GradientCopyOp final : public Op {
+ public:
+  std::string type() const override { return "gradient_copy"; }
+  void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
+    ctx.stream().copy(ctx.buffer(in[0]), ctx.buffer(out));
+  }
+  std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor&,
+                                 const Tensor&) const override {
+    throw Error("gradient_copy has no gradient");
+  }
+};
 
 std::uint32_t float_offset(const BufferRange& r) {
   return static_cast<std::uint32_t>(r.offset / 4);
@@ -112,14 +154,7 @@ std::size_t ApplyOp::host_params_bytes() const {
 
 void ApplyOp::write_host_params(std::span<std::byte> out, std::span<const Tensor> in,
                                 const HostParamsContext& ctx) const {
-  const StepValues step = values_(ctx.global_step());
   std::vector<std::uint32_t> words(out.size() / 4, 0);
-  const auto put = [&](std::size_t i, float f) { std::memcpy(&words[i], &f, 4); };
-  put(0, step.lr);
-  for (std::size_t i = 0; i < 7; ++i) put(1 + i, step.h[i]);
-  put(8, clipping_.value);
-  put(9, clipping_.global_norm);
-  words[10] = static_cast<std::uint32_t>(variables_);
   const std::size_t first = has_norm_ ? 1 : 0;
   std::uint32_t start = 0;
   for (std::size_t v = 0; v < variables_; ++v) {
@@ -134,8 +169,88 @@ void ApplyOp::write_host_params(std::span<std::byte> out, std::span<const Tensor
       words[w + 4 + s] = float_offset(ctx.buffer(in[at + 2 + s]));
     start += count;
   }
-  words[11] = start;
+  write_header(words, values_(ctx.global_step()), clipping_, variables_, start);
   std::memcpy(out.data(), words.data(), out.size());
+}
+
+SparseApplyOp::SparseApplyOp(std::string shader, std::function<StepValues(std::uint64_t)> values,
+                             Clipping clipping, std::size_t variables, std::size_t slots,
+                             bool has_norm, bool has_dense)
+    : shader_(std::move(shader)),
+      values_(std::move(values)),
+      clipping_(clipping),
+      variables_(variables),
+      slots_(slots),
+      has_norm_(has_norm),
+      has_dense_(has_dense) {}
+
+void SparseApplyOp::record(RecordContext& ctx, std::span<const Tensor> in,
+                           const Tensor& out) const {
+  const std::size_t first = first_variable();
+  const Buffer& arena = *ctx.buffer(in[first]).buffer;
+  const Buffer& grads = *ctx.buffer(in[first + 1]).buffer;
+  std::uint64_t items = 0;
+  for (std::size_t v = 0; v < variables_; ++v) {
+    const std::size_t at = first + v * (3 + slots_);
+    if (ctx.buffer(in[at]).buffer != &arena || ctx.buffer(in[at + 1]).buffer != &grads ||
+        ctx.buffer(in[at + 2]).buffer != &grads) {
+      throw Error(
+          fmt::format("{}: variables must live in the variable arena and sparse gradients "
+                      "in the gradient arena ('{}')",
+                      type(), in[at].name()));
+    }
+    items += static_cast<std::uint64_t>(in[at + 2].shape().elements()) *
+             blocks_per_row(row_width(in[at]));
+  }
+  const Kernel& kernel = ctx.device().kernel(
+      {.shader = shader_ + "_sparse", .local_size = {ops_detail::kLocalSize, 1, 1}});
+  const BufferRange norm = has_norm_ ? ctx.buffer(in[0]) : BufferRange(grads);
+  // The arenas are bound whole, as vec4, float and (indices) ivec4 arrays.
+  ctx.stream().dispatch(
+      kernel, {arena, grads, ctx.host_params(), norm, ctx.buffer(out), arena, grads, grads},
+      Stream::linear_groups(kernel, std::clamp<std::uint64_t>(items, 1, kApplyThreads)));
+}
+
+std::vector<Gradient> SparseApplyOp::gradient(std::span<const Tensor>, const Tensor&,
+                                              const Tensor&) const {
+  throw Error(fmt::format("{} is an update and has no gradient", type()));
+}
+
+std::size_t SparseApplyOp::host_params_bytes() const {
+  return kApplyHeaderBytes + variables_ * kSparseSegmentBytes;
+}
+
+void SparseApplyOp::write_host_params(std::span<std::byte> out, std::span<const Tensor> in,
+                                      const HostParamsContext& ctx) const {
+  std::vector<std::uint32_t> words(out.size() / 4, 0);
+  const std::size_t first = first_variable();
+  std::uint32_t items = 0;
+  for (std::size_t v = 0; v < variables_; ++v) {
+    const std::size_t at = first + v * (3 + slots_);
+    const std::size_t w = 12 + v * 12;
+    const std::uint32_t width = row_width(in[at]);
+    const auto k = static_cast<std::uint32_t>(in[at + 2].shape().elements());
+    words[w] = float_offset(ctx.buffer(in[at]));
+    words[w + 1] = float_offset(ctx.buffer(in[at + 1]));
+    words[w + 2] = float_offset(ctx.buffer(in[at + 2]));  // i32s: 4 bytes each too
+    words[w + 3] = k;
+    words[w + 4] = static_cast<std::uint32_t>(in[at].shape()[0]);
+    words[w + 5] = width;
+    words[w + 6] = blocks_per_row(width);
+    for (std::size_t s = 0; s < slots_; ++s)
+      words[w + 8 + s] = float_offset(ctx.buffer(in[at + 3 + s]));
+    items += k * blocks_per_row(width);
+  }
+  write_header(words, values_(ctx.global_step()), clipping_, variables_, items);
+  std::memcpy(out.data(), words.data(), out.size());
+}
+
+Tensor gradient_copy(const Tensor& t, const Tensor& var) {
+  Graph& g = t.graph();
+  const Shape shape = t.shape();  // a copy: add_node may move the graph's records
+  const Tensor copy = g.add_node(std::make_unique<GradientCopyOp>(), {t}, shape, t.dtype());
+  g.info_mutable(copy).gradient_of = var.id();
+  return copy;
 }
 
 }  // namespace vkt::detail

@@ -20,6 +20,8 @@ struct FtrlOptions {
 ///   p = (sign(linear) * l1 - linear) / quadratic   if |linear| > l1, else 0
 ///   accum = accum_new
 /// Slots "accumulator" (starts at initial_accumulator_value) and "linear".
+/// Sparse rows (see Optimizer): only named rows change, as tf
+/// sparse_apply_ftrl.
 class Ftrl : public Optimizer {
  public:
   explicit Ftrl(LearningRate lr, FtrlOptions options = {}, std::string name = "Ftrl");

@@ -6,9 +6,6 @@
 
 #include "../runtime/graph/autodiff.h"
 #include "../runtime/graph/graph.h"
-#include "../runtime/graph/ops/elementwise.h"
-#include "../runtime/graph/ops/embedding.h"
-#include "../runtime/graph/ops/shape_ops.h"
 #include "../runtime/vulkan/error.h"
 #include "apply_op.h"
 
@@ -79,10 +76,16 @@ Tensor Optimizer::apply_gradients(const std::vector<GradVar>& grads_and_vars) {
                               gv.var.name()));
     }
     if (gv.grad.sparse()) {
-      if (gv.var.shape().rank() < 1 || gv.grad.values.shape().rank() < 1 ||
-          gv.grad.values.shape()[0] != gv.grad.indices.shape().elements()) {
-        throw Error(fmt::format("optimizer '{}': the sparse gradient of '{}' does not match it",
-                                name_, gv.var.name()));
+      const Shape& var = gv.var.shape();
+      const Shape& values = gv.grad.values.shape();
+      const std::int64_t k = gv.grad.indices.valid() ? gv.grad.indices.shape().elements() : -1;
+      if (var.rank() < 1 || values.rank() < 1 || values[0] != k ||
+          values.elements() != k * (var.elements() / var[0]) ||
+          gv.grad.indices.dtype() != DType::I32) {
+        throw Error(fmt::format(
+            "optimizer '{}': the sparse gradient of '{}' does not match it (values {} must "
+            "be [k, row...] for i32 indices [k] and rows of {})",
+            name_, gv.var.name(), values.str(), var.str()));
       }
       continue;
     }
@@ -92,57 +95,81 @@ Tensor Optimizer::apply_gradients(const std::vector<GradVar>& grads_and_vars) {
     }
   }
 
-  // Gradients must sit in the gradient arena; one handed in by the user that is
-  // not an autodiff gradient gets a copy there.
-  std::vector<Tensor> grads;
-  for (const GradVar& gv : grads_and_vars) {
-    // Sparse rows (an embedding's) are summed into a dense gradient: the update
-    // then has the dense formula's semantics for every row (TensorFlow's Adam
-    // with sparse gradients behaves so; lazy, touched-rows-only updates are not
-    // built yet).
-    Tensor grad =
-        gv.grad.sparse()
-            ? reshape(scatter_add_dense(
-                          reshape(gv.grad.values, {gv.grad.indices.shape().elements(),
-                                                   gv.var.shape().elements() / gv.var.shape()[0]}),
-                          gv.grad.indices, gv.var.shape()[0]),
-                      gv.var.shape())
-            : gv.grad.dense;
-    const TensorInfo& info = g.info(grad);
+  // Gradients must sit in the gradient arena, in memory of their own; one handed
+  // in by the user that is not an autodiff gradient (or is a view) gets a copy.
+  const auto owned = [&g](const Tensor& t, const Tensor& var) {
+    const TensorInfo& info = g.info(t);
     const bool view = info.kind == TensorKind::Op && g.nodes()[info.node].op->view_offset();
-    if (info.gradient_of < 0 || view) {
-      grad = identity(grad);
-      g.info_mutable(grad).gradient_of = gv.var.id();
-    }
-    grads.push_back(grad);
+    return info.gradient_of < 0 || view ? detail::gradient_copy(t, var) : t;
+  };
+  // Dense gradients update their variables in one ApplyOp; sparse ones (an
+  // embedding's rows) lazily in one SparseApplyOp, only at the rows they name.
+  std::vector<std::size_t> dense, sparse;
+  std::vector<Tensor> grads, values, indices;  // by entry; values/indices sparse only
+  std::vector<Tensor> norm_of;                 // what clipping by global norm measures
+  for (std::size_t i = 0; i < grads_and_vars.size(); ++i) {
+    const GradVar& gv = grads_and_vars[i];
+    (gv.grad.sparse() ? sparse : dense).push_back(i);
+    grads.push_back(gv.grad.sparse() ? Tensor{} : owned(gv.grad.dense, gv.var));
+    values.push_back(gv.grad.sparse() ? owned(gv.grad.values, gv.var) : Tensor{});
+    indices.push_back(gv.grad.sparse() ? owned(gv.grad.indices, gv.var) : Tensor{});
+    norm_of.push_back(gv.grad.sparse() ? values.back() : grads.back());
   }
 
-  std::vector<Tensor> inputs;
+  // The global norm takes the values rows as given (duplicates not summed, the
+  // rows of out-of-range indices included), as tf.clip_by_global_norm does
+  // with IndexedSlices.
   const bool norm = clipping_.global_norm > 0;
-  if (norm) inputs.push_back(detail::global_norm(grads));
-  for (std::size_t i = 0; i < grads_and_vars.size(); ++i) {
-    const Tensor& var = grads_and_vars[i].var;
-    std::vector<Tensor>& slots = slots_[{&g, var.id()}];
-    if (slots.empty()) {
-      for (const std::string& slot : names) {
-        const std::string slot_name = fmt::format("{}/{}/{}", var.name(), name_, slot);
-        if (g.find_variable(slot_name)) {
-          throw Error(
-              fmt::format("optimizer '{}': slot '{}' already exists; two optimizers of the "
-                          "same name update '{}': give them different names",
-                          name_, slot_name, var.name()));
-        }
-        slots.push_back(g.variable(slot_name, var.shape(),
-                                   Initializer::constant(slot_initial_value(slot)), false));
-      }
+  const Tensor norm_tensor = norm ? detail::global_norm(norm_of) : Tensor{};
+  std::vector<std::vector<Tensor>> slots;
+  for (const GradVar& gv : grads_and_vars) slots.push_back(slots_for(g, gv.var));
+
+  Tensor train;
+  if (!dense.empty()) {
+    std::vector<Tensor> inputs;
+    if (norm) inputs.push_back(norm_tensor);
+    for (std::size_t i : dense) {
+      inputs.push_back(grads_and_vars[i].var);
+      inputs.push_back(grads[i]);
+      inputs.insert(inputs.end(), slots[i].begin(), slots[i].end());
     }
-    inputs.push_back(var);
-    inputs.push_back(grads[i]);
-    inputs.insert(inputs.end(), slots.begin(), slots.end());
+    train = g.add_node(std::make_unique<detail::ApplyOp>(shader(), step_values(), clipping_,
+                                                         dense.size(), names.size(), norm),
+                       inputs, Shape{});
   }
-  return g.add_node(std::make_unique<detail::ApplyOp>(shader(), step_values(), clipping_,
-                                                      grads_and_vars.size(), names.size(), norm),
-                    inputs, Shape{});
+  if (!sparse.empty()) {
+    std::vector<Tensor> inputs;
+    if (norm) inputs.push_back(norm_tensor);
+    if (train.valid()) inputs.push_back(train);  // after the dense update; one train op
+    for (std::size_t i : sparse) {
+      inputs.push_back(grads_and_vars[i].var);
+      inputs.push_back(values[i]);
+      inputs.push_back(indices[i]);
+      inputs.insert(inputs.end(), slots[i].begin(), slots[i].end());
+    }
+    train = g.add_node(
+        std::make_unique<detail::SparseApplyOp>(shader(), step_values(), clipping_, sparse.size(),
+                                                names.size(), norm, train.valid()),
+        inputs, Shape{});
+  }
+  return train;
+}
+
+std::vector<Tensor> Optimizer::slots_for(Graph& g, const Tensor& var) {
+  std::vector<Tensor>& slots = slots_[{&g, var.id()}];
+  if (!slots.empty()) return slots;
+  for (const std::string& slot : slot_names()) {
+    const std::string slot_name = fmt::format("{}/{}/{}", var.name(), name_, slot);
+    if (g.find_variable(slot_name)) {
+      throw Error(
+          fmt::format("optimizer '{}': slot '{}' already exists; two optimizers of the "
+                      "same name update '{}': give them different names",
+                      name_, slot_name, var.name()));
+    }
+    slots.push_back(
+        g.variable(slot_name, var.shape(), Initializer::constant(slot_initial_value(slot)), false));
+  }
+  return slots;
 }
 
 Tensor Optimizer::get_slot(const Tensor& var, const std::string& slot) const {

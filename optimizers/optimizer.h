@@ -47,10 +47,29 @@ struct StepValues {
 /// steps run after every other op of a training step, in the order they were
 /// made; the graph's global step advances once per step after the last one.
 /// Slots are non-trainable variables named "<variable>/<optimizer name>/<slot>".
-/// A sparse gradient (an embedding's rows) is summed into a dense one first, so
-/// every optimizer keeps its dense formula for every row: untouched rows see a
-/// zero gradient (plain SGD leaves them alone; Adam still decays their m and v,
-/// as TensorFlow's Adam does with sparse gradients).
+///
+/// Sparse gradients (an embedding's rows: values [k, D...] at rows indices [k])
+/// update lazily, as PyTorch's SparseAdam and TensorFlow's sparse applies (and
+/// LazyAdam) do: only the rows named in indices change, parameters and slots.
+/// Duplicate indices are summed first (in occurrence order); the optimizer's
+/// dense formula is then applied once to each named row with that sum as its
+/// gradient. Rows not named are not touched at all: their slots do not decay
+/// (Adam's m and v, RMSprop's averages), and weight decay does not shrink them.
+/// Step-dependent values (t, bias corrections, the learning-rate schedule,
+/// SGD's first-step momentum start) are the global step's, as in the dense
+/// update, so a row first named at step t gets Adam's bias corrections of step t
+/// with m and v starting from zero. Indices outside [0, rows) are skipped (the
+/// embedding lookup gave zeros for them). Clipping: the global norm covers the
+/// call's dense gradients and the sparse values as given (duplicates not
+/// summed, as tf.clip_by_global_norm on IndexedSlices); clipping by value clamps
+/// each element of a row's summed gradient. The sparse variables of a call get
+/// their own dispatch, after the dense one, still behind one train op. It is
+/// deterministic without float atomics and costs O(k^2 * ceil(D / 64)) index
+/// comparisons per variable (each (occurrence, 64 columns) work item scans the
+/// indices for duplicates; ceil(D / 16) for widths not a multiple of 4) plus
+/// one read of the values, independent of the table's row count. Quadratic in
+/// k: on lavapipe, Adam on a [10000, 64] table takes about 1 ms more per step
+/// than the forward pass at k = 1024 ids and 25 ms at k = 4096.
 ///
 ///   vkt::Adam adam(0.001f);
 ///   vkt::Tensor train_op = adam.minimize(loss);
@@ -96,6 +115,9 @@ class Optimizer {
   Optimizer(std::string name, LearningRate lr, Clipping clipping);
 
  private:
+  /// The slots of `var`, made (zero or slot_initial_value) on first use.
+  std::vector<Tensor> slots_for(Graph& g, const Tensor& var);
+
   std::string name_;
   LearningRate lr_;
   Clipping clipping_;

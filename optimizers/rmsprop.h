@@ -21,7 +21,9 @@ struct RMSpropOptions {
 ///   else:     avg = sqrt(sq) + eps
 ///   momentum > 0: b = momentum * b + g / avg;  p = p - lr * b
 ///   else:         p = p - lr * g / avg
-/// Slots "square_avg", "momentum_buffer", "grad_avg".
+/// Slots "square_avg", "momentum_buffer", "grad_avg". Sparse rows (see
+/// Optimizer): only named rows update their averages and momentum (tf
+/// sparse_apply_rms_prop); the others do not decay.
 class RMSprop : public Optimizer {
  public:
   explicit RMSprop(LearningRate lr, RMSpropOptions options = {}, std::string name = "RMSprop");

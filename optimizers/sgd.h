@@ -21,6 +21,9 @@ struct SGDOptions {
 ///     g = g + momentum * b   if nesterov, else   g = b
 ///   p = p - lr * g
 /// Slot "momentum" (made whether or not momentum is 0, so checkpoints line up).
+/// Sparse rows (see Optimizer): only named rows and their momentum change (tf
+/// sparse_apply_momentum); "t = 1" is the global first step, so a row first
+/// named later starts its buffer at (1 - dampening) * g.
 ///
 ///   vkt::SGD sgd(0.1f, {.momentum = 0.9f, .nesterov = true});
 class SGD : public Optimizer {

@@ -1,9 +1,9 @@
-// Shared by the optimizer shaders (opt_*.comp), over all the variables of one
-// optimizer call; the segment table (written by the
-// host before every run, see optimizers/apply_op.cpp) says where each
-// variable, its gradient and its slots start, in floats.
-layout(local_size_x_id = 0) in;
-#include "index.glsl"
+// Shared by the dense optimizer shaders (opt_*.comp), over all the variables of
+// one optimizer call; the segment table (written by the host before every run,
+// see optimizers/apply_op.cpp) says where each variable, its gradient and its
+// slots start, in floats. The update itself is shaders/opt_<name>.glsl, which
+// the .comp includes after this file.
+#include "optimizer_params.glsl"
 
 // vec4 access: one buffer load moves four floats (lavapipe turns every buffer
 // load into a loop over the lanes, so fewer, wider loads are much faster).
@@ -11,24 +11,13 @@ layout(local_size_x_id = 0) in;
 // tensor's last vec4 may run into its own padding, never into another tensor.
 layout(std430, binding = 0) buffer Arena { vec4 arena[]; };  // variables and slots
 layout(std430, binding = 1) readonly buffer Grads { vec4 grads[]; };
-layout(std430, binding = 2) readonly buffer Params {
-  float lr;
-  float h[7];  // the optimizer's values for this step
-  float clip_value;
-  float clip_norm;
-  uint segments;
-  uint total;
-  // Per segment, in floats: (variable, gradient, count, first element),
-  // (slot 0, 1, 2, -); offsets are multiples of 4.
-  uvec4 seg[];
-};
-layout(std430, binding = 3) readonly buffer Norm { float global_norm[]; };
-layout(std430, binding = 4) writeonly buffer Out { float used_lr[]; };
+// Per segment of the table, in floats: (variable, gradient, count, first
+// element), (slot 0, 1, 2, -); offsets are multiples of 4.
 
-// This invocation's copies of the step's values: read from the buffer once,
-// not once per element (on lavapipe every buffer load is a loop over lanes).
-float LR;
-float H[7];
+// How opt_<name>.glsl's update() sees the arena: vec4s.
+#define T vec4
+#define LD(i) arena[i]
+#define ST(i, x) arena[i] = (x)
 
 // Each optimizer defines: void update(uint p, vec4 g, uvec3 slot), p and slot
 // in vec4 units.
@@ -41,8 +30,7 @@ void main() {
   uint tid = linear_index();
   uint threads = gl_NumWorkGroups.x * gl_NumWorkGroups.y * gl_WorkGroupSize.x;
   if (tid == 0) used_lr[0] = lr;
-  LR = lr;
-  for (int k = 0; k < 7; ++k) H[k] = h[k];
+  load_step_values();
   float scale = clip_norm > 0.0 ? clip_norm / max(global_norm[0], clip_norm) : 1.0;
   float limit = clip_value > 0.0 ? clip_value : 1.0 / 0.0;
   uint count = segments;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -102,5 +103,34 @@ struct RefOptimizer {
     }
   }
 };
+
+/// The lazy sparse update (see optimizer.h) of a [rows, width] variable: each
+/// row named in `indices` (those outside [0, rows) skipped) gets one step with
+/// the sum of its `values` rows, scaled by `scale` and clamped to [-clip, clip]
+/// (clip 0 = off); the other rows and their slots are left alone.
+inline void lazy_sparse_step(const RefOptimizer& opt, RefState& s, std::size_t width,
+                             const std::vector<double>& values, const std::vector<int>& indices,
+                             std::uint64_t t, double scale = 1.0, double clip = 0.0) {
+  const auto rows = static_cast<int>(s.p.size() / width);
+  std::map<int, std::vector<double>> sums;
+  for (std::size_t j = 0; j < indices.size(); ++j) {
+    if (indices[j] < 0 || indices[j] >= rows) continue;
+    std::vector<double>& sum = sums.try_emplace(indices[j], width, 0.0).first->second;
+    for (std::size_t c = 0; c < width; ++c) sum[c] += values[j * width + c];
+  }
+  for (auto& [row, g] : sums) {
+    for (double& x : g) x = clip > 0 ? std::clamp(x * scale, -clip, clip) : x * scale;
+    const auto at = static_cast<std::ptrdiff_t>(static_cast<std::size_t>(row) * width);
+    const auto w = static_cast<std::ptrdiff_t>(width);
+    RefState one;
+    one.p.assign(s.p.begin() + at, s.p.begin() + at + w);
+    for (auto& [name, slot] : s.slot)
+      one.slot[name].assign(slot.begin() + at, slot.begin() + at + w);
+    opt.step(one, g, t);
+    std::copy(one.p.begin(), one.p.end(), s.p.begin() + at);
+    for (auto& [name, slot] : s.slot)
+      std::copy(one.slot[name].begin(), one.slot[name].end(), slot.begin() + at);
+  }
+}
 
 }  // namespace vkt::test

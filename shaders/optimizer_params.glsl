@@ -1,0 +1,32 @@
+// The step's values, as both optimizer mains (optimizer_common.glsl, dense, and
+// optimizer_sparse_common.glsl, sparse rows) read them, and the helpers that let
+// one update() body (shaders/opt_<name>.glsl) compile for vec4 and for float.
+layout(local_size_x_id = 0) in;
+#include "index.glsl"
+
+layout(std430, binding = 2) readonly buffer Params {
+  float lr;
+  float h[7];  // the optimizer's values for this step
+  float clip_value;
+  float clip_norm;
+  uint segments;
+  uint total;  // elements (dense) or work items (sparse) of all segments
+  // The segment table (optimizers/apply_op.cpp): its layout depends on the main.
+  uvec4 seg[];
+};
+layout(std430, binding = 3) readonly buffer Norm { float global_norm[]; };
+layout(std430, binding = 4) writeonly buffer Out { float used_lr[]; };
+
+// This invocation's copies of the step's values: read from the buffer once,
+// not once per element (on lavapipe every buffer load is a loop over lanes).
+float LR;
+float H[7];
+
+void load_step_values() {
+  LR = lr;
+  for (int k = 0; k < 7; ++k) H[k] = h[k];
+}
+
+// Comparisons that GLSL spells differently for vectors and scalars.
+bvec4 gt(vec4 a, vec4 b) { return greaterThan(a, b); }
+bool gt(float a, float b) { return a > b; }

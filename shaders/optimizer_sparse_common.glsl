@@ -1,0 +1,122 @@
+// Shared by the sparse-row optimizer shaders (opt_*_sparse.comp): the lazy
+// update of the variables of one call whose gradient is sparse rows (values
+// [k, D], indices [k], as an embedding lookup makes them). Only the rows named
+// in indices change, parameters and slots; a row named several times gets the
+// optimizer's formula once, with the sum of its values rows (in occurrence
+// order) as its gradient. Indices outside [0, V) are skipped.
+//
+// Deterministic without float atomics: a work item is (occurrence j, block of
+// up to BLOCK column units); it goes on only if j is the first occurrence of
+// its index, so exactly one invocation writes each (row, block). Finding that
+// out and summing the duplicates scans the indices (four per load): O(k^2 *
+// ceil(D / (4 * BLOCK))) index comparisons per variable (D % 4 == 0; for other
+// widths units are floats, so ceil(D / BLOCK)), plus one read of every values
+// element. A wide BLOCK means fewer scans: 16 made [10000, 64] Adam with 4096
+// ids about 3x faster than 8 on lavapipe.
+#include "optimizer_params.glsl"
+
+// Three views of the arenas: vec4 where a row's width is a multiple of 4 (its
+// rows start 16-byte aligned), float otherwise, and the indices as ivec4 (the
+// indices tensor starts 16-byte aligned and is padded to 16 bytes; lanes past
+// k are masked).
+layout(std430, binding = 0) buffer Arena { vec4 arena[]; };
+layout(std430, binding = 1) readonly buffer Grads { vec4 grads[]; };
+layout(std430, binding = 5) buffer Arena1 { float arena1[]; };
+layout(std430, binding = 6) readonly buffer Grads1 { float grads1[]; };
+layout(std430, binding = 7) readonly buffer Ids { ivec4 ids4[]; };
+// Per segment of the table, in 4-byte units: (variable, values, indices, k),
+// (rows V, width D, blocks per occurrence, -), (slot 0, 1, 2, -).
+
+const uint BLOCK = 16;  // column units (vec4 or float) per work item
+
+void update(uint p, vec4 g, uvec3 slot);   // p, slot in vec4 units
+void update(uint p, float g, uvec3 slot);  // p, slot in floats
+
+// Whether occurrence `occ` is the first of its index `row`: scans ids[0, occ)
+// four at a time (the caller then sums the occurrences from occ on).
+bool first_of(uint ids, uint occ, int row) {
+  for (uint c = 0; 4 * c < occ; ++c) {
+    bvec4 hit = equal(ids4[ids / 4 + c], ivec4(row));
+    if (!any(hit)) continue;  // the common case: one test for four ids
+    for (uint l = 0; l < 4; ++l) {
+      if (hit[l] && 4 * c + l < occ) return false;
+    }
+  }
+  return true;
+}
+
+float SCALE;  // clip by global norm
+float LIMIT;  // clip by value
+
+// Sums the values rows of every occurrence of `row` from `occ` on (in order),
+// columns [c0, c1) in vec4s, and applies the update to them.
+void apply_vec4(uvec4 a, uvec4 b, uvec3 slots, uint occ, int row, uint c0) {
+  uint units = b.y / 4;
+  uint c1 = min(c0 + BLOCK, units);
+  vec4 acc[BLOCK];
+  for (uint c = 0; c < BLOCK; ++c) acc[c] = vec4(0.0);
+  for (uint q = occ / 4; 4 * q < a.w; ++q) {
+    bvec4 hit = equal(ids4[a.z / 4 + q], ivec4(row));
+    if (!any(hit)) continue;
+    for (uint l = 0; l < 4; ++l) {
+      uint j = 4 * q + l;
+      if (!hit[l] || j < occ || j >= a.w) continue;
+      uint from = a.y / 4 + j * units;
+      for (uint c = c0; c < c1; ++c) acc[c - c0] += grads[from + c];
+    }
+  }
+  uint at = uint(row) * units;
+  for (uint c = c0; c < c1; ++c) {
+    vec4 g = clamp(acc[c - c0] * SCALE, -LIMIT, LIMIT);
+    update(a.x / 4 + at + c, g, slots / 4 + uvec3(at + c));
+  }
+}
+
+// The same in floats, for widths that are not a multiple of 4.
+void apply_float(uvec4 a, uvec4 b, uvec3 slots, uint occ, int row, uint c0) {
+  uint units = b.y;
+  uint c1 = min(c0 + BLOCK, units);
+  float acc[BLOCK];
+  for (uint c = 0; c < BLOCK; ++c) acc[c] = 0.0;
+  for (uint q = occ / 4; 4 * q < a.w; ++q) {
+    bvec4 hit = equal(ids4[a.z / 4 + q], ivec4(row));
+    if (!any(hit)) continue;
+    for (uint l = 0; l < 4; ++l) {
+      uint j = 4 * q + l;
+      if (!hit[l] || j < occ || j >= a.w) continue;
+      uint from = a.y + j * units;
+      for (uint c = c0; c < c1; ++c) acc[c - c0] += grads1[from + c];
+    }
+  }
+  uint at = uint(row) * units;
+  for (uint c = c0; c < c1; ++c) {
+    float g = clamp(acc[c - c0] * SCALE, -LIMIT, LIMIT);
+    update(a.x + at + c, g, slots + uvec3(at + c));
+  }
+}
+
+void main() {
+  uint tid = linear_index();
+  uint threads = gl_NumWorkGroups.x * gl_NumWorkGroups.y * gl_WorkGroupSize.x;
+  if (tid == 0) used_lr[0] = lr;
+  load_step_values();
+  SCALE = clip_norm > 0.0 ? clip_norm / max(global_norm[0], clip_norm) : 1.0;
+  LIMIT = clip_value > 0.0 ? clip_value : 1.0 / 0.0;
+  uint count = segments;
+  for (uint s = 0; s < count; ++s) {
+    uvec4 a = seg[3 * s];
+    uvec4 b = seg[3 * s + 1];
+    uvec3 slots = seg[3 * s + 2].xyz;
+    uint items = a.w * b.z;
+    for (uint w = tid; w < items; w += threads) {
+      uint occ = w / b.z;
+      int row = ids4[a.z / 4 + occ / 4][occ % 4];
+      if (row < 0 || uint(row) >= b.x || !first_of(a.z, occ, row)) continue;
+      if (b.y % 4 == 0) {
+        apply_vec4(a, b, slots, occ, row, (w % b.z) * BLOCK);
+      } else {
+        apply_float(a, b, slots, occ, row, (w % b.z) * BLOCK);
+      }
+    }
+  }
+}
