@@ -8,6 +8,7 @@
 #include "../runtime/graph/graph.h"
 #include "../runtime/vulkan/error.h"
 #include "apply_op.h"
+#include "replication.h"
 
 namespace vkt {
 
@@ -62,6 +63,14 @@ Tensor Optimizer::apply_gradients(const std::vector<GradVar>& grads_and_vars) {
                     name_));
   }
   Graph& g = grads_and_vars.front().var.graph();
+  if (const Replication* r = replication_of(g); r != nullptr && r->towers() > 1) {
+    throw Error(
+        fmt::format("optimizer '{}' is used in a model function that runs on {} towers "
+                    "without TowerOptimizer: wrap it, e.g. vkt::TowerOptimizer "
+                    "opt(std::make_unique<vkt::SGD>(0.1f)), so that the towers' gradients "
+                    "are summed and applied once",
+                    name_, r->towers()));
+  }
   const std::vector<std::string> names = slot_names();
   std::set<int> seen;
   for (const GradVar& gv : grads_and_vars) {

@@ -1,11 +1,13 @@
 #include "tower_optimizer.h"
 
+#include "../runtime/graph/ops/elementwise.h"
 #include "../runtime/vulkan/error.h"
+#include "replication.h"
 
 namespace vkt {
 
 TowerOptimizer::TowerOptimizer(std::unique_ptr<Optimizer> optimizer)
-    : optimizer_(std::move(optimizer)) {
+    : optimizer_(std::move(optimizer)), used_(optimizer_.get()) {
   if (!optimizer_) throw Error("TowerOptimizer: the optimizer is null");
 }
 
@@ -30,11 +32,23 @@ Tensor TowerOptimizer::minimize(const Tensor& loss, std::optional<std::vector<Te
 
 std::vector<GradVar> TowerOptimizer::compute_gradients(
     const Tensor& loss, std::optional<std::vector<Tensor>> var_list) {
+  const Replication* replication = loss.valid() ? replication_of(loss.graph()) : nullptr;
+  if (replication != nullptr && replication->towers() > 1 && replication->loss_scale() != 1.0f) {
+    // Each tower's share of the loss: the summed gradients are then the mean's.
+    return optimizer().compute_gradients(loss * replication->loss_scale(), std::move(var_list));
+  }
   return optimizer().compute_gradients(loss, std::move(var_list));
 }
 
 Tensor TowerOptimizer::apply_gradients(const std::vector<GradVar>& grads_and_vars) {
-  Tensor train = optimizer().apply_gradients(grads_and_vars);
+  Replication* replication =
+      grads_and_vars.empty() ? nullptr : replication_of(grads_and_vars.front().var.graph());
+  Tensor train;
+  if (replication != nullptr && replication->towers() > 1) {
+    train = replication->record_call(optimizer_, optimizer(), grads_and_vars);
+  } else {
+    train = optimizer().apply_gradients(grads_and_vars);
+  }
   ++apply_calls_;
   return train;
 }

@@ -35,14 +35,16 @@ class TowerOptimizer {
   std::vector<Tensor> variables() { return optimizer().variables(); }
   const std::string& name() { return optimizer().name(); }
 
-  /// The wrapped optimizer, made now if it was given as a function.
+  /// The wrapped optimizer, made now if it was given as a function. (With
+  /// several towers, tower 0's wrapper hands it to the towers, which keep it.)
   Optimizer& optimizer();
   /// Apply steps made through this wrapper so far (towers check they agree).
   std::size_t apply_calls() const { return apply_calls_; }
-  bool made() const { return optimizer_ != nullptr; }
+  bool made() const { return used_ != nullptr; }
 
  private:
   std::unique_ptr<Optimizer> optimizer_;
+  Optimizer* used_ = nullptr;  // the optimizer, wherever it is owned
   std::function<std::unique_ptr<Optimizer>()> make_;
   std::size_t apply_calls_ = 0;
 };

@@ -34,7 +34,27 @@ GradientReducer::GradientReducer(std::vector<BufferRange> tower_gradients, Devic
       stride_(round16(bytes_)),
       gathered_(consolidation, stride_ * tower_gradients.size()),
       sum_(consolidation, stride_),
+      destination_(sum_),
       add_(consolidation) {
+  build(std::move(tower_gradients));
+}
+
+GradientReducer::GradientReducer(std::vector<BufferRange> tower_gradients, BufferRange destination)
+    : bytes_(checked_bytes(tower_gradients)),
+      stride_(round16(bytes_)),
+      gathered_(destination.buffer->device(), stride_ * tower_gradients.size()),
+      destination_(destination),
+      add_(destination.buffer->device()) {
+  if (destination.size() != stride_) {
+    throw Error(
+        fmt::format("GradientReducer: the destination holds {} bytes, the towers' gradients "
+                    "{} ({} rounded up to 16)",
+                    destination.size(), stride_, bytes_));
+  }
+  build(std::move(tower_gradients));
+}
+
+void GradientReducer::build(std::vector<BufferRange> tower_gradients) {
   for (std::size_t i = 0; i < tower_gradients.size(); ++i) {
     copies_.push_back(std::make_unique<CrossDeviceCopy>(
         tower_gradients[i], BufferRange(gathered_, i * stride_, bytes_)));
@@ -43,8 +63,10 @@ GradientReducer::GradientReducer(std::vector<BufferRange> tower_gradients, Devic
     std::uint32_t vectors, towers, stride;
   } push{static_cast<std::uint32_t>(stride_ / 16), static_cast<std::uint32_t>(copies_.size()),
          static_cast<std::uint32_t>(stride_ / 16)};
-  const Kernel& kernel = consolidation.kernel({.shader = "add_n", .local_size = {256, 1, 1}});
-  add_.dispatch(kernel, {gathered_, sum_}, push, Stream::linear_groups(kernel, push.vectors));
+  Device& device = gathered_.device();
+  const Kernel& kernel = device.kernel({.shader = "add_n", .local_size = {256, 1, 1}});
+  add_.dispatch(kernel, {gathered_, destination_}, push,
+                Stream::linear_groups(kernel, push.vectors));
 }
 
 Ticket GradientReducer::run(std::span<const Ticket> ready) {

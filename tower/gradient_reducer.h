@@ -23,23 +23,31 @@ namespace vkt {
 ///   // reduce.sum() holds g_0 + g_1 + ... on master_device
 class GradientReducer {
  public:
-  /// All ranges must have the same size (every tower runs the same model).
+  /// All ranges must have the same size (every tower runs the same model). The
+  /// sum goes to a buffer of its own on `consolidation` (sum()).
   GradientReducer(std::vector<BufferRange> tower_gradients, Device& consolidation);
+  /// The same, summing straight into `destination` (e.g. the master's gradient
+  /// arena), whose size must be the towers' rounded up to 16 bytes.
+  GradientReducer(std::vector<BufferRange> tower_gradients, BufferRange destination);
 
   /// Gathers and sums; `ready[i]` is tower i's ticket for the work that wrote
   /// its gradients (empty tickets are fine). The returned ticket, on the
   /// consolidation device, completes when sum() holds the sum.
   Ticket run(std::span<const Ticket> ready);
 
-  Buffer& sum() { return sum_; }
+  /// The sum (the destination range where one was given).
+  BufferRange sum() const { return destination_; }
   std::size_t towers() const { return copies_.size(); }
   std::size_t bytes() const { return bytes_; }
 
  private:
+  void build(std::vector<BufferRange> tower_gradients);
+
   std::size_t bytes_;
   std::size_t stride_;  // bytes between two towers' slices in gathered_
   Buffer gathered_;
-  Buffer sum_;
+  Buffer sum_;  // when no destination was given
+  BufferRange destination_;
   std::vector<std::unique_ptr<CrossDeviceCopy>> copies_;
   Stream add_;
 };

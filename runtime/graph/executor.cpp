@@ -128,6 +128,7 @@ void Executor::plan(const std::vector<int>& order) {
         places_[id] = {Place::Arena::Constants, const_bytes, bytes};
         const_bytes = align_up(const_bytes + bytes, alignment);
         break;
+      case TensorKind::External:
       case TensorKind::Op:
         if (info.gradient_of >= 0) {
           places_[id] = {Place::Arena::Gradients, grad_bytes, bytes};

@@ -88,6 +88,16 @@ std::optional<Tensor> Graph::find_variable(const std::string& name) const {
   return variables_[found->second].tensor;
 }
 
+Tensor Graph::external_gradient(const Tensor& variable) {
+  const TensorInfo& v = info(variable);
+  if (v.kind != TensorKind::Variable) {
+    throw Error(fmt::format("external_gradient: '{}' is not a variable", v.name));
+  }
+  TensorInfo t{v.shape, DType::F32, TensorKind::External, "external_gradient/" + v.name};
+  t.gradient_of = variable.id();
+  return add_tensor(std::move(t));
+}
+
 std::optional<Tensor> Graph::find_input(const std::string& name) const {
   auto found = inputs_.find(name);
   if (found == inputs_.end()) return std::nullopt;

@@ -20,7 +20,9 @@ namespace vkt {
 
 class Device;
 
-enum class TensorKind { Input, Variable, Constant, Op };
+/// External: a gradient written into the gradient arena by someone else (the
+/// towers' reduced sum), neither fed nor computed.
+enum class TensorKind { Input, Variable, Constant, Op, External };
 
 /// What the graph knows of each tensor.
 struct TensorInfo {
@@ -42,6 +44,13 @@ struct Variable {
   Tensor tensor;
   Initializer initializer;
   bool trainable = true;
+};
+
+/// Something a higher layer attaches to a graph (the towers attach their
+/// replication state, which TowerOptimizer reads). Owned by the graph.
+class GraphAttachment {
+ public:
+  virtual ~GraphAttachment() = default;
 };
 
 struct GraphOptions {
@@ -73,6 +82,9 @@ class Graph {
   Tensor variable(const std::string& name, const Shape& shape,
                   const Initializer& initializer = Initializer::zeros(), bool trainable = true);
   std::optional<Tensor> find_variable(const std::string& name) const;
+  /// A gradient of `variable` that the Executor places in its gradient arena
+  /// and that something outside the graph writes before each run.
+  Tensor external_gradient(const Tensor& variable);
   std::optional<Tensor> find_input(const std::string& name) const;
   /// A constant tensor (values uploaded once). `values.size()` must equal the shape's elements.
   Tensor constant(const Shape& shape, std::span<const float> values);
@@ -99,6 +111,12 @@ class Graph {
   /// whose program updates variables, after its last update.
   std::uint64_t global_step() const { return global_step_; }
   void set_global_step(std::uint64_t step) { global_step_ = step; }
+
+  /// The attachment, or null; see GraphAttachment.
+  GraphAttachment* attachment() const { return attachment_.get(); }
+  void set_attachment(std::unique_ptr<GraphAttachment> attachment) {
+    attachment_ = std::move(attachment);
+  }
 
   /// Prefix for the names of new ops ("tower_1/"); variables are never prefixed.
   void set_name_scope(std::string scope) { scope_ = std::move(scope); }
@@ -135,6 +153,7 @@ class Graph {
   std::map<std::string, int> inputs_;
   std::map<int, std::vector<std::byte>> constants_;
   std::string scope_;
+  std::unique_ptr<GraphAttachment> attachment_;
   std::uint64_t global_step_ = 0;
   Ticket last_run_;
   Buffer variable_arena_;

@@ -39,7 +39,8 @@ TEST_CASE("the gradient reducer sums every tower's arena in tower order, bit for
   for (int round = 0; round < 2; ++round) {  // built once, run again
     reducer.run({}).wait();
     std::vector<float> sum(n);
-    reducer.sum().download(std::as_writable_bytes(std::span<float>(sum)));
+    reducer.sum().buffer->download(std::as_writable_bytes(std::span<float>(sum)),
+                                   reducer.sum().offset);
     std::size_t wrong = 0;
     for (std::size_t i = 0; i < n; ++i) {
       float expected = host[0][i];

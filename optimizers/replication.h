@@ -1,0 +1,36 @@
+#pragma once
+// What TowerOptimizer needs to know when the graph it builds on is one tower
+// of several (the towers attach it to each tower's graph; see tower/).
+
+#include <memory>
+#include <vector>
+
+#include "../runtime/graph/graph.h"
+#include "optimizer.h"
+
+namespace vkt {
+
+/// One tower's replication state. With more than one tower, a TowerOptimizer
+/// call scales the loss by loss_scale(), takes the gradients, and hands them
+/// here with its optimizer instead of adding an update to the tower's graph;
+/// the towers apply each call once, on the summed gradients.
+class Replication : public GraphAttachment {
+ public:
+  virtual int tower() const = 0;
+  virtual int towers() const = 0;
+  /// 1/N for Mean and SumByNonzeroWeights, 1 for Sum.
+  virtual float loss_scale() const = 0;
+  /// Records optimizer call number `call` of this tower; returns the train op
+  /// to give the model function (a placeholder in the tower's graph). Tower 0
+  /// hands over the optimizer (`optimizer` is then owned here); later towers'
+  /// calls must match tower 0's, or it throws vkt::Error.
+  virtual Tensor record_call(std::unique_ptr<Optimizer>& optimizer, Optimizer& used,
+                             std::vector<GradVar> grads) = 0;
+};
+
+/// The replication state of `graph`, or null outside replicate_model_fn.
+inline Replication* replication_of(const Graph& graph) {
+  return dynamic_cast<Replication*>(graph.attachment());
+}
+
+}  // namespace vkt

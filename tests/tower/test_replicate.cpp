@@ -1,0 +1,215 @@
+// replicate_model_fn: DESIGN.md's numbers, N towers against 1, and the errors.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <memory>
+#include <random>
+
+#include <vktower/optimizers/adam.h>
+#include <vktower/optimizers/sgd.h>
+#include <vktower/optimizers/tower_optimizer.h>
+#include <vktower/runtime/graph/ops/elementwise.h>
+#include <vktower/runtime/graph/ops/layers.h>
+#include <vktower/runtime/graph/ops/losses.h>
+#include <vktower/runtime/graph/ops/reduce.h>
+#include <vktower/runtime/vulkan/instance.h>
+#include <vktower/tower/replicate.h>
+#include <vktower/tower/tower_run.h>
+
+#include "../test_support.h"
+
+using Catch::Matchers::Contains;
+using vkt::HostBatch;
+using vkt::HostTensor;
+using vkt::Tensor;
+
+namespace {
+
+// DESIGN.md's scalar model: predictions = features * c, loss = sum |labels - predictions|.
+vkt::EstimatorSpec scalar_model(vkt::ModelContext& ctx, const vkt::TensorDict& features,
+                                const vkt::TensorDict& labels, vkt::Mode mode, const vkt::Params&) {
+  const Tensor c = ctx.graph().variable("c", {}, vkt::Initializer::constant(10.0f));
+  const Tensor loss = vkt::reduce_sum(vkt::abs(labels.at("y") - features.at("x") * c));
+  vkt::TowerOptimizer sgd(std::make_unique<vkt::SGD>(1.0f));
+  return {.mode = mode, .loss = loss, .train_op = sgd.minimize(loss)};
+}
+
+struct Run {
+  vkt::Instance instance;
+  vkt::EstimatorSpec spec;
+  Run(const vkt::ModelFn& fn, vkt::ReplicateOptions options, std::int64_t batch = 2) {
+    const auto replicated = vkt::replicate_model_fn(fn, std::move(options));
+    vkt::ModelContext root(instance, {{"x", {{batch, 1}}}}, {{"y", {{batch, 1}}}});
+    spec = replicated(root, {}, {}, vkt::Mode::Train, {});
+  }
+  void step(std::vector<float> x, std::vector<float> y) {
+    const auto rows = static_cast<std::int64_t>(x.size());
+    spec.run->train_step({{"x", HostTensor::floats({rows, 1}, x)}},
+                         {{"y", HostTensor::floats({rows, 1}, y)}});
+  }
+  float c() { return spec.run->variable("c")[0]; }
+};
+
+vkt::ReplicateOptions towers(int n, vkt::LossReduction reduction) {
+  return {.loss_reduction = reduction, .devices = std::vector<std::uint32_t>(n, 0)};
+}
+
+}  // namespace
+
+TEST_CASE("DESIGN.md's numbers on two towers: Sum, Mean, and two steps") {
+  SECTION("Sum: loss 27, c becomes 7") {
+    Run run(scalar_model, towers(2, vkt::LossReduction::Sum));
+    CHECK(run.spec.run->towers() == 2);
+    run.step({1, 2}, {1, 2});
+    CHECK(run.spec.run->loss() == 27.0f);
+    CHECK(run.c() == 7.0f);
+    CHECK(run.spec.run->global_step() == 1);
+    // The second step's gradients start from zero: c becomes 3, loss 24.
+    run.step({1.5f, 2.5f}, {1.5f, 2.5f});
+    CHECK(run.spec.run->loss() == 24.0f);
+    CHECK(run.c() == 3.0f);
+    CHECK(run.spec.run->global_step() == 2);
+    // Every tower got the new weights back.
+    CHECK(run.spec.run->tower_graph(1).values(
+              *run.spec.run->tower_graph(1).find_variable("c"))[0] == 3.0f);
+  }
+  SECTION("Mean: loss 13.5, c becomes 8.5") {
+    Run run(scalar_model, towers(2, vkt::LossReduction::Mean));
+    run.step({1, 2}, {1, 2});
+    CHECK(run.spec.run->loss() == 13.5f);
+    CHECK(run.c() == 8.5f);
+  }
+  SECTION("SumByNonzeroWeights (the default) scales like Mean") {
+    Run run(scalar_model, {.devices = {0, 0}});
+    run.step({1, 2}, {1, 2});
+    CHECK(run.c() == 8.5f);
+  }
+}
+
+TEST_CASE("one tower scales nothing: loss 27 and c = 7 for every reduction") {
+  for (auto reduction : {vkt::LossReduction::Sum, vkt::LossReduction::Mean,
+                         vkt::LossReduction::SumByNonzeroWeights}) {
+    Run run(scalar_model, towers(1, reduction));
+    run.step({1, 2}, {1, 2});
+    CHECK(run.spec.run->loss() == 27.0f);
+    CHECK(run.c() == 7.0f);
+    CHECK(run.spec.run->global_step() == 1);
+  }
+}
+
+TEST_CASE("two losses and two TowerOptimizers on their own variables, two towers, Sum") {
+  const auto model = [](vkt::ModelContext& ctx, const vkt::TensorDict& f, const vkt::TensorDict& l,
+                        vkt::Mode mode, const vkt::Params&) {
+    vkt::Graph& g = ctx.graph();
+    const Tensor c = g.variable("c", {}, vkt::Initializer::constant(10.0f));
+    const Tensor d = g.variable("d", {}, vkt::Initializer::constant(2.0f));
+    const Tensor loss_c = vkt::reduce_sum(vkt::abs(l.at("y") - f.at("x") * c));
+    const Tensor loss_d = vkt::reduce_sum(vkt::abs(l.at("y") - f.at("x") * d));
+    vkt::TowerOptimizer first(std::make_unique<vkt::SGD>(1.0f, vkt::SGDOptions{}, "first"));
+    vkt::TowerOptimizer second(std::make_unique<vkt::SGD>(1.0f, vkt::SGDOptions{}, "second"));
+    first.minimize(loss_c, std::vector<Tensor>{c});
+    const Tensor train = second.minimize(loss_d, std::vector<Tensor>{d});
+    return vkt::EstimatorSpec{.mode = mode, .loss = loss_c + loss_d, .train_op = train};
+  };
+  Run run(model, towers(2, vkt::LossReduction::Sum));
+  run.step({1, 2}, {1, 2});
+  CHECK(run.c() == 7.0f);
+  CHECK(run.spec.run->variable("d")[0] == -1.0f);
+  CHECK(run.spec.run->loss() == 27.0f + 3.0f);
+  CHECK(run.spec.run->global_step() == 1);
+}
+
+TEST_CASE("an MLP trained with Adam on N towers matches 1 tower on the same global batch") {
+  const auto model = [](vkt::ModelContext&, const vkt::TensorDict& f, const vkt::TensorDict& l,
+                        vkt::Mode mode, const vkt::Params&) {
+    const Tensor h = vkt::layers::dense(f.at("x"), 16, vkt::layers::Activation::Tanh, "hidden");
+    const Tensor logits = vkt::layers::dense(h, 5, vkt::layers::Activation::None, "out");
+    const Tensor loss = vkt::sparse_softmax_cross_entropy(l.at("y"), logits);
+    vkt::TowerOptimizer adam([] { return std::make_unique<vkt::Adam>(0.01f); });
+    return vkt::EstimatorSpec{.mode = mode, .loss = loss, .train_op = adam.minimize(loss)};
+  };
+  const std::int64_t batch = 12, in = 7;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<HostBatch> xs, ys;
+  for (int s = 0; s < 20; ++s) {
+    std::vector<float> x(batch * in);
+    for (float& v : x) v = normal(rng);
+    std::vector<std::int32_t> y(batch);
+    for (auto& v : y) v = static_cast<std::int32_t>(rng() % 5);
+    xs.push_back({{"x", HostTensor::floats({batch, in}, x)}});
+    ys.push_back({{"y", HostTensor::ints({batch}, y)}});
+  }
+  const auto train = [&](int n) {
+    vkt::Instance instance;
+    const auto replicated =
+        vkt::replicate_model_fn(model, {.devices = std::vector<std::uint32_t>(n, 0)});
+    vkt::ModelContext root(instance, {{"x", {{batch, in}}}}, {{"y", {{batch}, vkt::DType::I32}}},
+                           {.seed = 9});
+    vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
+    for (int s = 0; s < 20; ++s) spec.run->train_step(xs[s], ys[s]);
+    std::vector<std::vector<float>> vars;
+    for (const char* name : {"hidden/kernel", "hidden/bias", "out/kernel", "out/bias"}) {
+      vars.push_back(spec.run->variable(name));
+    }
+    vars.push_back({spec.run->loss()});
+    return vars;
+  };
+  const auto one = train(1);
+  for (int n : {2, 3, 4}) {
+    INFO(n << " towers");
+    const auto many = train(n);
+    for (std::size_t v = 0; v < one.size(); ++v) {
+      double diff = 0, scale = 0;
+      for (std::size_t i = 0; i < one[v].size(); ++i) {
+        diff = std::max<double>(diff, std::abs(many[v][i] - one[v][i]));
+        scale = std::max<double>(scale, std::abs(one[v][i]));
+      }
+      CHECK(diff <= 1e-5 * scale);
+    }
+    CHECK(many == train(n));  // the same run again: the same bits
+  }
+}
+
+TEST_CASE("replication errors say what to fix, before anything runs") {
+  CHECK_THAT(vkt::test::error_of([] {
+               vkt::replicate_model_fn(scalar_model, {.loss_reduction = vkt::LossReduction::None});
+             }),
+             Contains("a reduction is required"));
+  CHECK_THAT(
+      vkt::test::error_of([] { Run run(scalar_model, towers(2, vkt::LossReduction::Sum), 3); }),
+      Contains("the batch of 3 examples ('x', shape [3, 1]) does not divide among 2 towers"));
+  CHECK_THAT(vkt::test::error_of([] {
+               Run run(scalar_model, {.devices = {0, 9}});
+             }),
+             Contains("device index 9 does not exist"));
+
+  const auto unwrapped = [](vkt::ModelContext& ctx, const vkt::TensorDict& f,
+                            const vkt::TensorDict& l, vkt::Mode mode, const vkt::Params&) {
+    const Tensor c = ctx.graph().variable("c", {}, vkt::Initializer::constant(10.0f));
+    const Tensor loss = vkt::reduce_sum(vkt::abs(l.at("y") - f.at("x") * c));
+    vkt::SGD sgd(1.0f);
+    return vkt::EstimatorSpec{.mode = mode, .loss = loss, .train_op = sgd.minimize(loss)};
+  };
+  CHECK_THAT(vkt::test::error_of([&] { Run run(unwrapped, towers(2, vkt::LossReduction::Sum)); }),
+             Contains("without TowerOptimizer"));
+  Run single(unwrapped,
+             towers(1, vkt::LossReduction::Sum));  // one tower: a plain optimizer is fine
+  single.step({1, 2}, {1, 2});
+  CHECK(single.c() == 7.0f);
+
+  const auto disagreeing = [](vkt::ModelContext& ctx, const vkt::TensorDict& f,
+                              const vkt::TensorDict& l, vkt::Mode mode, const vkt::Params&) {
+    const Tensor c = ctx.graph().variable("c", {}, vkt::Initializer::constant(10.0f));
+    const Tensor loss = vkt::reduce_sum(vkt::abs(l.at("y") - f.at("x") * c));
+    vkt::TowerOptimizer sgd(std::make_unique<vkt::SGD>(1.0f));
+    Tensor train = sgd.minimize(loss);
+    if (ctx.tower() == 1) {
+      vkt::TowerOptimizer extra(std::make_unique<vkt::SGD>(0.5f, vkt::SGDOptions{}, "extra"));
+      train = extra.minimize(loss);
+    }
+    return vkt::EstimatorSpec{.mode = mode, .loss = loss, .train_op = train};
+  };
+  CHECK_THAT(vkt::test::error_of([&] { Run run(disagreeing, towers(2, vkt::LossReduction::Sum)); }),
+             Contains("every tower must make the same optimizer calls in the same order"));
+}

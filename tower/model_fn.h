@@ -1,0 +1,85 @@
+#pragma once
+// The model-function interface: what a user writes for one device.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <variant>
+
+#include "../runtime/graph/graph.h"
+#include "../runtime/graph/tensor.h"
+#include "host_tensor.h"
+
+namespace vkt {
+
+class Instance;
+class TowerRun;
+
+enum class Mode { Train, Eval, Predict };
+
+/// A model's hyperparameters: name -> value, copied per tower.
+using ParamValue = std::variant<bool, std::int64_t, double, std::string>;
+using Params = std::map<std::string, ParamValue>;
+
+/// Features or labels: a name -> tensor map (one unnamed tensor is the entry "").
+using TensorDict = std::map<std::string, Tensor>;
+
+/// What a model function returns (tf.estimator.EstimatorSpec). With
+/// replicate_model_fn, the merged spec also carries `run`, which trains the
+/// towers together.
+struct EstimatorSpec {
+  Mode mode = Mode::Train;
+  Tensor loss{};
+  std::map<std::string, Tensor> predictions{};
+  Tensor train_op{};
+  std::shared_ptr<TowerRun> run{};
+};
+
+/// The shape and type of one input of the global batch.
+struct InputSpec {
+  Shape shape;
+  DType dtype = DType::F32;
+};
+
+/// Where a model function builds. A root context (made by whoever runs the
+/// model) names the devices to use and the global batch's inputs; a tower
+/// context, which replicate_model_fn makes for each tower, gives the tower's
+/// graph, on its own device.
+class ModelContext {
+ public:
+  /// A root context: the instance, the global batch's feature and label specs,
+  /// and the graphs' options (seed).
+  ModelContext(Instance& instance, std::map<std::string, InputSpec> features,
+               std::map<std::string, InputSpec> labels, GraphOptions graph_options = {});
+  /// A tower context (made by replicate_model_fn).
+  ModelContext(Graph& graph, int tower, int towers);
+
+  bool is_tower() const { return graph_ != nullptr; }
+  /// This tower's graph; vkt::Error on a root context.
+  Graph& graph() const;
+  int tower() const { return tower_; }
+  int towers() const { return towers_; }
+
+  Instance& instance() const;
+  const std::map<std::string, InputSpec>& feature_specs() const { return features_; }
+  const std::map<std::string, InputSpec>& label_specs() const { return labels_; }
+  const GraphOptions& graph_options() const { return graph_options_; }
+
+ private:
+  Instance* instance_ = nullptr;
+  Graph* graph_ = nullptr;
+  int tower_ = 0;
+  int towers_ = 1;
+  std::map<std::string, InputSpec> features_;
+  std::map<std::string, InputSpec> labels_;
+  GraphOptions graph_options_;
+};
+
+/// A model function: builds the model for one device from the features and
+/// labels (tensors of that device's graph) and returns its spec.
+using ModelFn = std::function<EstimatorSpec(ModelContext&, const TensorDict& features,
+                                            const TensorDict& labels, Mode, const Params&)>;
+
+}  // namespace vkt

@@ -1,0 +1,26 @@
+#include "replicate.h"
+
+#include "../runtime/vulkan/error.h"
+#include "tower_run.h"
+
+namespace vkt {
+
+ModelFn replicate_model_fn(ModelFn model_fn, ReplicateOptions options) {
+  if (!model_fn) throw Error("replicate_model_fn: the model function is empty");
+  if (options.loss_reduction == LossReduction::None) {
+    throw Error(
+        "replicate_model_fn: LossReduction::None is not allowed: with several towers a "
+        "reduction is required to combine their losses; use Sum, Mean or "
+        "SumByNonzeroWeights (the default)");
+  }
+  return [model_fn = std::move(model_fn), options](ModelContext& root, const TensorDict&,
+                                                   const TensorDict&, Mode mode,
+                                                   const Params& params) {
+    EstimatorSpec spec;
+    spec.mode = mode;
+    spec.run = std::make_shared<TowerRun>(root, model_fn, options, mode, params);
+    return spec;
+  };
+}
+
+}  // namespace vkt

@@ -1,0 +1,48 @@
+#pragma once
+// replicate_model_fn: one model function, every Vulkan device.
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "model_fn.h"
+
+namespace vkt {
+
+/// How the towers' losses (and so their gradients) combine; DESIGN.md "The
+/// contract". Sum: summed. Mean and SumByNonzeroWeights: each tower's loss is
+/// scaled by 1/N before its gradients are taken, so the sums are averages.
+/// None is rejected: with several towers a reduction is required.
+enum class LossReduction { None, Sum, Mean, SumByNonzeroWeights };
+
+/// Where variables and optimizer slots live. Only SharedLocalParameterServer is
+/// built so far (masters and slots on the consolidation device).
+enum class VariableMode { SharedLocalParameterServer, RoundRobin, Mirrored };
+
+struct ReplicateOptions {
+  LossReduction loss_reduction = LossReduction::SumByNonzeroWeights;
+  /// Indices into the instance's devices, may repeat; empty = every device.
+  /// VKT_DEVICES, when set, replaces the list (any program moves to another
+  /// device set without recompiling).
+  std::vector<std::uint32_t> devices{};
+  VariableMode variable_mode = VariableMode::SharedLocalParameterServer;
+  /// Device index of the consolidation device; default: the first tower's.
+  std::optional<std::uint32_t> consolidation_device{};
+};
+
+/// Returns a model function of the same type that, called with a root
+/// ModelContext, builds `model_fn` once per tower (in tower order, each on its
+/// device's graph, with its shard of the batch) and returns a spec whose `run`
+/// trains the towers together: gradients summed in tower order on the
+/// consolidation device, each TowerOptimizer call applied once there, in call
+/// order, the global step advanced once, the new weights copied back to every
+/// tower. Tower 0's op names carry no prefix, tower i's are scoped "tower_i/";
+/// variables are shared by name. Throws vkt::Error for LossReduction::None.
+///
+///   vkt::ModelFn replicated = vkt::replicate_model_fn(my_model, {.loss_reduction =
+///   vkt::LossReduction::Sum}); vkt::ModelContext root(instance, {{"x", {{4, 1}}}}, {{"y", {{4,
+///   1}}}}); vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
+///   spec.run->train_step(features, labels);
+ModelFn replicate_model_fn(ModelFn model_fn, ReplicateOptions options = {});
+
+}  // namespace vkt

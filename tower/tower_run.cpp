@@ -1,0 +1,321 @@
+#include "tower_run.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "../optimizers/replication.h"
+#include "../runtime/graph/ops/elementwise.h"
+#include "../runtime/vulkan/error.h"
+#include "../runtime/vulkan/instance.h"
+#include "device_list.h"
+
+namespace vkt {
+
+/// Every TowerOptimizer call of the towers, in call order: tower 0's
+/// optimizer (the one that will apply) and each tower's gradients.
+struct OptimizerCalls {
+  struct Call {
+    std::unique_ptr<Optimizer> owned;
+    Optimizer* optimizer = nullptr;
+    std::vector<std::vector<GradVar>> per_tower;
+  };
+  std::vector<Call> calls;
+};
+
+namespace {
+
+std::vector<std::string> variable_names(const std::vector<GradVar>& grads) {
+  std::vector<std::string> names;
+  for (const GradVar& gv : grads) names.push_back(gv.var.name());
+  return names;
+}
+
+class TowerReplication final : public Replication {
+ public:
+  TowerReplication(int tower, int towers, float scale, OptimizerCalls& calls, Graph& graph)
+      : tower_(tower), towers_(towers), scale_(scale), calls_(calls), graph_(graph) {}
+  int tower() const override { return tower_; }
+  int towers() const override { return towers_; }
+  float loss_scale() const override { return scale_; }
+  int calls_made() const { return next_; }
+
+  Tensor record_call(std::unique_ptr<Optimizer>& owner, Optimizer& used,
+                     std::vector<GradVar> grads) override {
+    const int k = next_++;
+    for (const GradVar& gv : grads) {
+      if (gv.grad.sparse()) {
+        throw Error(
+            fmt::format("variable '{}' has a sparse (embedding) gradient: reducing sparse "
+                        "gradients across towers is not supported yet; run on one tower",
+                        gv.var.name()));
+      }
+    }
+    if (tower_ == 0) {
+      OptimizerCalls::Call call;
+      call.owned = std::move(owner);  // null when an earlier call already took it
+      call.optimizer = &used;
+      call.per_tower.resize(towers_);
+      calls_.calls.push_back(std::move(call));
+    } else {
+      if (k >= static_cast<int>(calls_.calls.size())) {
+        throw Error(
+            fmt::format("tower {} made optimizer call {} ('{}') but tower 0 made only {}; "
+                        "every tower must make the same optimizer calls in the same order",
+                        tower_, k + 1, used.name(), calls_.calls.size()));
+      }
+      const OptimizerCalls::Call& first = calls_.calls[k];
+      const auto theirs = variable_names(first.per_tower[0]);
+      const auto ours = variable_names(grads);
+      if (first.optimizer->name() != used.name() || theirs != ours) {
+        throw Error(
+            fmt::format("tower {}'s optimizer call {} ('{}' on {}) differs from tower 0's "
+                        "('{}' on {}); every tower must make the same optimizer calls in "
+                        "the same order",
+                        tower_, k + 1, used.name(), fmt::join(ours, ", "), first.optimizer->name(),
+                        fmt::join(theirs, ", ")));
+      }
+    }
+    calls_.calls[k].per_tower[tower_] = std::move(grads);
+    return graph_.scalar(0.0f);  // the tower's train op: the update happens on the towers' master
+  }
+
+ private:
+  int tower_, towers_;
+  float scale_;
+  OptimizerCalls& calls_;
+  Graph& graph_;
+  int next_ = 0;
+};
+
+std::string input_name(const std::string& key, const char* kind) {
+  return key.empty() ? kind : key;
+}
+
+}  // namespace
+
+TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateOptions& options,
+                   Mode mode, const Params& params)
+    : options_(options), calls_(std::make_unique<OptimizerCalls>()) {
+  if (root.is_tower()) {
+    throw Error(
+        "a replicated model function is called with a root ModelContext (the instance "
+        "and the global batch's inputs), not a tower's");
+  }
+  if (mode != Mode::Train) {
+    throw Error(
+        "replicate_model_fn: only training is built so far; evaluation and prediction "
+        "across towers are still to come");
+  }
+  if (options.variable_mode != VariableMode::SharedLocalParameterServer) {
+    throw Error(
+        "replicate_model_fn: only VariableMode::SharedLocalParameterServer is built so far");
+  }
+  Instance& instance = root.instance();
+  const std::vector<std::uint32_t> devices =
+      device_list_from_environment(instance, options.devices);
+  const int n = static_cast<int>(devices.size());
+  if (options.consolidation_device) (void)instance.device(*options.consolidation_device);
+
+  // Every check on the inputs before any device is made.
+  std::map<std::string, std::pair<InputSpec, const char*>> inputs;
+  for (const auto* group : {&root.feature_specs(), &root.label_specs()}) {
+    const char* kind = group == &root.feature_specs() ? "features" : "labels";
+    for (const auto& [key, spec] : *group) {
+      const std::string name = input_name(key, kind);
+      if (spec.shape.rank() == 0 || spec.shape[0] % n != 0) {
+        throw Error(
+            fmt::format("the batch of {} examples ('{}', shape {}) does not divide among {} "
+                        "towers; use a batch size that is a multiple of {}",
+                        spec.shape.rank() == 0 ? 0 : spec.shape[0], name, spec.shape.str(), n, n));
+      }
+      if (!inputs.emplace(name, std::pair{spec, kind}).second) {
+        throw Error(fmt::format("a feature and a label are both named '{}'; rename one", name));
+      }
+    }
+  }
+  const bool sum = options.loss_reduction == LossReduction::Sum;
+  const float scale = n > 1 && !sum ? 1.0f / static_cast<float>(n) : 1.0f;
+
+  for (int i = 0; i < n; ++i) {
+    Tower t;
+    t.device = std::make_unique<Device>(instance, devices[i]);
+    t.graph = std::make_unique<Graph>(*t.device, root.graph_options());
+    if (i > 0) t.graph->set_name_scope(fmt::format("tower_{}/", i));
+    if (n > 1) {
+      t.graph->set_attachment(std::make_unique<TowerReplication>(i, n, scale, *calls_, *t.graph));
+    }
+    TensorDict features, labels;
+    for (const auto& [name, entry] : inputs) {
+      std::vector<std::int64_t> dims = entry.first.shape.dims();
+      dims[0] /= n;
+      const Tensor in = t.graph->input(name, Shape(dims), entry.first.dtype);
+      const bool is_feature = std::string(entry.second) == "features";
+      const auto& specs = is_feature ? root.feature_specs() : root.label_specs();
+      const std::string key = specs.count(name) ? name : "";
+      (is_feature ? features : labels)[key] = in;
+    }
+    ModelContext ctx(*t.graph, i, n);
+    const Params tower_params = params;  // each tower its own copy
+    t.spec = model_fn(ctx, features, labels, mode, tower_params);
+    if (!t.spec.loss.valid() || &t.spec.loss.graph() != t.graph.get()) {
+      throw Error(
+          fmt::format("the model function returned no loss (or one of another graph) on "
+                      "tower {}; training needs the spec's loss",
+                      i));
+    }
+    towers_.push_back(std::move(t));
+  }
+
+  if (n == 1) {
+    Tower& t = towers_.front();
+    std::vector<Tensor> fetches{t.spec.loss};
+    if (t.spec.train_op.valid()) fetches.push_back(t.spec.train_op);
+    t.scaled_loss = t.spec.loss;
+    t.executor = std::make_unique<Executor>(*t.graph, fetches);
+    return;
+  }
+  for (int i = 0; i < n; ++i) {
+    const auto* replication = static_cast<const TowerReplication*>(towers_[i].graph->attachment());
+    if (replication->calls_made() != static_cast<int>(calls_->calls.size())) {
+      throw Error(
+          fmt::format("tower {} made {} optimizer call(s) but tower 0 made {}; every tower "
+                      "must make the same optimizer calls in the same order",
+                      i, replication->calls_made(), calls_->calls.size()));
+    }
+  }
+  if (calls_->calls.empty()) {
+    throw Error(
+        "the model function made no TowerOptimizer call: training on several towers needs "
+        "one (train_op = tower_optimizer.minimize(loss))");
+  }
+  for (int i = 0; i < n; ++i) {
+    Tower& t = towers_[i];
+    t.scaled_loss = scale != 1.0f ? t.spec.loss * scale : t.spec.loss;
+    std::vector<Tensor> fetches{t.scaled_loss};
+    for (const OptimizerCalls::Call& call : calls_->calls) {
+      for (const GradVar& gv : call.per_tower[i]) t.gradients.push_back(gv.grad.dense);
+    }
+    fetches.insert(fetches.end(), t.gradients.begin(), t.gradients.end());
+    t.executor = std::make_unique<Executor>(*t.graph, fetches);
+  }
+  build_master(instance, devices);
+}
+
+void TowerRun::build_master(Instance& instance, const std::vector<std::uint32_t>& devices) {
+  Tower& first = towers_.front();
+  master_device_ =
+      std::make_unique<Device>(instance, options_.consolidation_device.value_or(devices.front()));
+  master_ = std::make_unique<Graph>(*master_device_, first.graph->options());
+  // The masters in tower 0's order: the variable arenas then share a layout,
+  // and the weights go back to every tower in one copy.
+  for (const Variable& v : first.graph->variables()) {
+    master_->variable(v.tensor.name(), v.tensor.shape(), v.initializer, v.trainable);
+  }
+  // The summed gradients in tower 0's gradient-arena order, for the same reason.
+  std::vector<std::pair<std::size_t, Tensor>> by_offset;
+  for (const Tensor& g : first.gradients)
+    by_offset.emplace_back(first.executor->range(g).offset, g);
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::map<int, Tensor> external;  // tower 0 gradient id -> master gradient
+  for (const auto& [offset, g] : by_offset) {
+    const Tensor var = Tensor(first.graph.get(), first.graph->info(g).gradient_of);
+    external[g.id()] = master_->external_gradient(*master_->find_variable(var.name()));
+  }
+  std::vector<Tensor> updates;
+  for (const OptimizerCalls::Call& call : calls_->calls) {
+    std::vector<GradVar> gvs;
+    for (const GradVar& gv : call.per_tower[0]) {
+      gvs.push_back(
+          {Gradient{external.at(gv.grad.dense.id())}, *master_->find_variable(gv.var.name())});
+    }
+    updates.push_back(call.optimizer->apply_gradients(gvs));
+  }
+  master_executor_ = std::make_unique<Executor>(*master_, updates);
+
+  for (const auto& [offset, g] : by_offset) {
+    if (master_executor_->range(external.at(g.id())).offset != offset) {
+      throw Error("internal: the master's gradient arena does not line up with tower 0's");
+    }
+  }
+  std::vector<BufferRange> arenas;
+  for (Tower& t : towers_) {
+    for (const Variable& v : t.graph->variables()) {
+      if (master_->variable_range(*master_->find_variable(v.tensor.name())).offset !=
+          t.graph->variable_range(v.tensor).offset) {
+        throw Error(fmt::format("internal: variable '{}' lies elsewhere in the master's arena",
+                                v.tensor.name()));
+      }
+    }
+    arenas.emplace_back(t.executor->gradient_arena());
+    t.weights_back = std::make_unique<CrossDeviceCopy>(
+        BufferRange(master_->variable_arena(), 0, t.graph->variable_arena().size()),
+        t.graph->variable_arena());
+  }
+  reducer_ =
+      std::make_unique<GradientReducer>(arenas, BufferRange(master_executor_->gradient_arena()));
+}
+
+TowerRun::~TowerRun() {
+  // Whatever records on another object's device goes first.
+  reducer_.reset();
+  for (Tower& t : towers_) t.weights_back.reset();
+  master_executor_.reset();
+  master_.reset();
+  for (Tower& t : towers_) t.executor.reset();
+}
+
+void TowerRun::train_step(const HostBatch& features, const HostBatch& labels) {
+  const int n = towers();
+  HostBatch all = features;
+  for (const auto& [key, value] : labels) all[key.empty() ? "labels" : key] = value;
+  if (features.count("")) {
+    all["features"] = features.at("");
+    all.erase("");
+  }
+  const std::vector<HostBatch> shards = shard(all, n);
+  std::vector<Ticket> done;
+  for (int i = 0; i < n; ++i) {
+    Tower& t = towers_[i];
+    for (const auto& [name, value] : shards[i]) {
+      if (value.dtype == DType::F32) {
+        t.executor->feed(name, value.f32);
+      } else {
+        t.executor->feed(name, value.i32);
+      }
+    }
+    done.push_back(t.executor->run());
+  }
+  if (n == 1) return;
+  reducer_->run(done);
+  const Ticket applied = master_executor_->run();  // same queue as the sum: runs after it
+  for (Tower& t : towers_) {
+    t.weights_back->run({&applied, 1});
+    t.graph->set_global_step(master_->global_step());
+  }
+}
+
+float TowerRun::loss() {
+  float total = 0.0f;
+  for (Tower& t : towers_) total += t.executor->read(t.scaled_loss)[0];  // tower order
+  return total;
+}
+
+Graph& TowerRun::variables_graph() const {
+  return master_ ? *master_ : *towers_.front().graph;
+}
+
+std::vector<float> TowerRun::variable(const std::string& name) {
+  Graph& g = variables_graph();
+  const std::optional<Tensor> var = g.find_variable(name);
+  if (!var) throw Error(fmt::format("the model has no variable named '{}'", name));
+  return g.values(*var);
+}
+
+std::uint64_t TowerRun::global_step() const {
+  return variables_graph().global_step();
+}
+
+}  // namespace vkt

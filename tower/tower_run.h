@@ -1,0 +1,62 @@
+#pragma once
+// The towers of one replicated model, trained together.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../runtime/graph/executor.h"
+#include "../runtime/vulkan/cross_device_copy.h"
+#include "../runtime/vulkan/device.h"
+#include "gradient_reducer.h"
+#include "replicate.h"
+
+namespace vkt {
+
+struct OptimizerCalls;
+
+/// Owns every tower's Device, Graph and Executor, the consolidation device's
+/// master graph (variables, slots, the optimizers' updates) and the copies
+/// between them. One tower: its own Executor does everything, no copies.
+class TowerRun {
+ public:
+  TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateOptions& options, Mode mode,
+           const Params& params);
+  ~TowerRun();
+
+  /// One training step on a global batch: shard, run every tower, reduce the
+  /// gradients, apply, copy the weights back.
+  void train_step(const HostBatch& features, const HostBatch& labels);
+  /// The loss of the last step: the sum, in tower order, of the scaled tower losses.
+  float loss();
+  /// A variable's value (the master copy with several towers).
+  std::vector<float> variable(const std::string& name);
+  std::uint64_t global_step() const;
+
+  int towers() const { return static_cast<int>(towers_.size()); }
+  Graph& tower_graph(int i) { return *towers_.at(i).graph; }
+
+ private:
+  struct Tower {
+    std::unique_ptr<Device> device;
+    std::unique_ptr<Graph> graph;
+    EstimatorSpec spec;
+    Tensor scaled_loss;
+    std::vector<Tensor> gradients;  // every recorded call's, in call order
+    std::unique_ptr<Executor> executor;
+    std::unique_ptr<CrossDeviceCopy> weights_back;
+  };
+  void build_master(Instance& instance, const std::vector<std::uint32_t>& devices);
+  Graph& variables_graph() const;
+
+  ReplicateOptions options_;
+  std::vector<Tower> towers_;
+  std::unique_ptr<OptimizerCalls> calls_;
+  std::unique_ptr<Device> master_device_;
+  std::unique_ptr<Graph> master_;
+  std::unique_ptr<Executor> master_executor_;
+  std::unique_ptr<GradientReducer> reducer_;
+};
+
+}  // namespace vkt
