@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 
 #include "../optimizers/replication.h"
@@ -276,6 +277,11 @@ void TowerRun::train_step(const HostBatch& features, const HostBatch& labels) {
     all.erase("");
   }
   const std::vector<HostBatch> shards = shard(all, n);
+  using Clock = std::chrono::steady_clock;
+  const auto ms = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
+  const Clock::time_point start = Clock::now();
   std::vector<Ticket> done;
   for (int i = 0; i < n; ++i) {
     Tower& t = towers_[i];
@@ -288,13 +294,21 @@ void TowerRun::train_step(const HostBatch& features, const HostBatch& labels) {
     }
     done.push_back(t.executor->run());
   }
+  for (const Ticket& t : done) t.wait();
+  const Clock::time_point towers_done = Clock::now();
+  times_ = {ms(start, towers_done), 0, 0, 0};
   if (n == 1) return;
-  reducer_->run(done);
-  const Ticket applied = master_executor_->run();  // same queue as the sum: runs after it
+  reducer_->run(done).wait();
+  const Clock::time_point reduced = Clock::now();
+  const Ticket applied = master_executor_->run();
+  applied.wait();
+  const Clock::time_point updated = Clock::now();
   for (Tower& t : towers_) {
     t.weights_back->run({&applied, 1});
     t.graph->set_global_step(master_->global_step());
   }
+  times_ = {ms(start, towers_done), ms(towers_done, reduced), ms(reduced, updated),
+            ms(updated, Clock::now())};
 }
 
 float TowerRun::loss() {

@@ -34,6 +34,15 @@ class TowerRun {
   std::vector<float> variable(const std::string& name);
   std::uint64_t global_step() const;
 
+  /// Where the last step's time went, in milliseconds of host wall clock.
+  struct StepTimes {
+    double towers = 0;     ///< feeding the shards, forward and backward on every tower
+    double reduce = 0;     ///< gathering and summing the gradients
+    double apply = 0;      ///< the optimizers on the consolidation device
+    double copy_back = 0;  ///< the new weights back to every tower
+  };
+  const StepTimes& last_step_times() const { return times_; }
+
   int towers() const { return static_cast<int>(towers_.size()); }
   Graph& tower_graph(int i) { return *towers_.at(i).graph; }
 
@@ -57,6 +66,7 @@ class TowerRun {
   std::unique_ptr<Graph> master_;
   std::unique_ptr<Executor> master_executor_;
   std::unique_ptr<GradientReducer> reducer_;
+  StepTimes times_;
 };
 
 }  // namespace vkt
