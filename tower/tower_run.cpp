@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <map>
 
 #include "../optimizers/replication.h"
@@ -141,7 +142,8 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
 
   for (int i = 0; i < n; ++i) {
     Tower t;
-    t.device = std::make_unique<Device>(instance, devices[i]);
+    t.instance = own_instance(instance, devices[i]);
+    t.device = std::make_unique<Device>(*t.instance, devices[i]);
     t.graph = std::make_unique<Graph>(*t.device, root.graph_options());
     if (i > 0) t.graph->set_name_scope(fmt::format("tower_{}/", i));
     if (n > 1) {
@@ -204,10 +206,24 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
   build_master(instance, devices);
 }
 
-void TowerRun::build_master(Instance& instance, const std::vector<std::uint32_t>& devices) {
+std::unique_ptr<Instance> TowerRun::own_instance(const Instance& root, std::uint32_t index) {
+  auto instance = std::make_unique<Instance>(
+      InstanceOptions{.validation = root.validation_enabled(), .application_name = "vktower"});
+  if (index >= instance->devices().size() ||
+      instance->devices()[index].name != root.device(index).name) {
+    throw Error(
+        fmt::format("device {} ({}) is not listed at the same index by a second Vulkan "
+                    "instance; the towers cannot each have their own instance",
+                    index, root.device(index).name));
+  }
+  return instance;
+}
+
+void TowerRun::build_master(const Instance& root, const std::vector<std::uint32_t>& devices) {
   Tower& first = towers_.front();
-  master_device_ =
-      std::make_unique<Device>(instance, options_.consolidation_device.value_or(devices.front()));
+  const std::uint32_t index = options_.consolidation_device.value_or(devices.front());
+  master_instance_ = own_instance(root, index);
+  master_device_ = std::make_unique<Device>(*master_instance_, index);
   master_ = std::make_unique<Graph>(*master_device_, first.graph->options());
   // The masters in tower 0's order: the variable arenas then share a layout,
   // and the weights go back to every tower in one copy.
@@ -282,8 +298,8 @@ void TowerRun::train_step(const HostBatch& features, const HostBatch& labels) {
     return std::chrono::duration<double, std::milli>(b - a).count();
   };
   const Clock::time_point start = Clock::now();
-  std::vector<Ticket> done;
-  for (int i = 0; i < n; ++i) {
+  // Each tower feeds, runs and waits on a thread of its own (tower 0 on this one).
+  const auto run_tower = [&](int i) {
     Tower& t = towers_[i];
     for (const auto& [name, value] : shards[i]) {
       if (value.dtype == DType::F32) {
@@ -292,8 +308,14 @@ void TowerRun::train_step(const HostBatch& features, const HostBatch& labels) {
         t.executor->feed(name, value.i32);
       }
     }
-    done.push_back(t.executor->run());
-  }
+    const Ticket ticket = t.executor->run();
+    ticket.wait();
+    return ticket;
+  };
+  std::vector<std::future<Ticket>> others;
+  for (int i = 1; i < n; ++i) others.push_back(std::async(std::launch::async, run_tower, i));
+  std::vector<Ticket> done{run_tower(0)};
+  for (auto& f : others) done.push_back(f.get());  // rethrows a tower's error
   for (const Ticket& t : done) t.wait();
   const Clock::time_point towers_done = Clock::now();
   times_ = {ms(start, towers_done), 0, 0, 0};

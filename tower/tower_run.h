@@ -16,9 +16,11 @@ namespace vkt {
 
 struct OptimizerCalls;
 
-/// Owns every tower's Device, Graph and Executor, the consolidation device's
-/// master graph (variables, slots, the optimizers' updates) and the copies
-/// between them. One tower: its own Executor does everything, no copies.
+/// Owns every tower's Instance, Device, Graph and Executor, the consolidation
+/// device's master graph (variables, slots, the optimizers' updates) and the
+/// copies between them. Towers run concurrently, one host thread each. One
+/// tower: its own Executor does everything, no copies. The root Instance only
+/// names the devices; it need not outlive the TowerRun.
 class TowerRun {
  public:
   TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateOptions& options, Mode mode,
@@ -48,6 +50,9 @@ class TowerRun {
 
  private:
   struct Tower {
+    // Its own instance: on lavapipe, devices of one instance share one thread
+    // pool and run one after another; separate instances run concurrently.
+    std::unique_ptr<Instance> instance;
     std::unique_ptr<Device> device;
     std::unique_ptr<Graph> graph;
     EstimatorSpec spec;
@@ -56,12 +61,15 @@ class TowerRun {
     std::unique_ptr<Executor> executor;
     std::unique_ptr<CrossDeviceCopy> weights_back;
   };
-  void build_master(Instance& instance, const std::vector<std::uint32_t>& devices);
+  void build_master(const Instance& root, const std::vector<std::uint32_t>& devices);
+  /// A new Instance whose device `index` is the root instance's device `index`.
+  static std::unique_ptr<Instance> own_instance(const Instance& root, std::uint32_t index);
   Graph& variables_graph() const;
 
   ReplicateOptions options_;
   std::vector<Tower> towers_;
   std::unique_ptr<OptimizerCalls> calls_;
+  std::unique_ptr<Instance> master_instance_;
   std::unique_ptr<Device> master_device_;
   std::unique_ptr<Graph> master_;
   std::unique_ptr<Executor> master_executor_;
