@@ -7,7 +7,9 @@
 // device at 1024^3).
 #include <cblas.h>
 #include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
+#include "bench_util.h"
 
 #include <vktower/runtime/graph/executor.h>
 #include <vktower/runtime/graph/graph.h>
@@ -24,6 +26,8 @@
 
 namespace {
 
+using vkt::bench::median_seconds;
+
 using Clock = std::chrono::steady_clock;
 
 struct Case {
@@ -32,19 +36,6 @@ struct Case {
   bool ta = false, tb = false;
   double flops() const { return 2.0 * m * k * n; }
 };
-
-template <typename Fn>
-double median_seconds(int reps, Fn&& fn) {
-  fn();  // warm-up: first touches of the memory
-  std::vector<double> times;
-  for (int i = 0; i < reps; ++i) {
-    const auto start = Clock::now();
-    fn();
-    times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
 
 std::vector<float> random_values(std::size_t n, unsigned seed) {
   std::mt19937 rng(seed);

@@ -4,14 +4,11 @@
 //
 // The apply step alone is timed: a program that only produces the gradients is
 // timed too and subtracted from the program that also applies them.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
-#include <algorithm>
-#include <chrono>
-#include <cstdlib>
-#include <memory>
-#include <vector>
+#include "bench_util.h"
+
 #include <vktower/optimizers/adagrad.h>
 #include <vktower/optimizers/adam.h>
 #include <vktower/optimizers/ftrl.h>
@@ -21,22 +18,15 @@
 #include <vktower/runtime/graph/graph.h>
 #include <vktower/runtime/graph/ops/elementwise.h>
 #include <vktower/vktower.h>
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <vector>
 
 namespace {
 
-template <typename Fn>
-double median_seconds(int reps, Fn&& fn) {
-  fn();
-  std::vector<double> times;
-  for (int i = 0; i < reps; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    fn();
-    times.push_back(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
+using vkt::bench::median_seconds;
 
 struct Entry {
   const char* label;
@@ -52,14 +42,16 @@ int main(int argc, char** argv) {
   int reps = 9, variables = 8;
   std::uint32_t device_index = 0;
   app.add_option("--mib", mib, "parameter arena size in MiB")->capture_default_str();
-  app.add_option("--variables", variables, "variables the arena is split into")->capture_default_str();
+  app.add_option("--variables", variables, "variables the arena is split into")
+      ->capture_default_str();
   app.add_option("--reps", reps, "timed repetitions (median printed)")->capture_default_str();
   app.add_option("--device", device_index, "device index")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   const std::vector<Entry> entries = {
       {"SGD", [] { return std::make_unique<vkt::SGD>(0.01f); }, 3},
-      {"SGD momentum", [] { return std::make_unique<vkt::SGD>(0.01f, vkt::SGDOptions{.momentum = 0.9f}); }, 5},
+      {"SGD momentum",
+       [] { return std::make_unique<vkt::SGD>(0.01f, vkt::SGDOptions{.momentum = 0.9f}); }, 5},
       {"Adam", [] { return std::make_unique<vkt::Adam>(0.001f); }, 7},
       {"AdamW", [] { return std::make_unique<vkt::AdamW>(0.001f); }, 7},
       {"Adagrad", [] { return std::make_unique<vkt::Adagrad>(0.01f); }, 5},
@@ -90,8 +82,8 @@ int main(int argc, char** argv) {
       std::vector<vkt::GradVar> gvs;
       std::vector<vkt::Tensor> grads;
       for (int v = 0; v < variables; ++v) {
-        const vkt::Tensor w = g.variable(fmt::format("w{}", v), {per_variable},
-                                         vkt::Initializer::constant(0.5f));
+        const vkt::Tensor w =
+            g.variable(fmt::format("w{}", v), {per_variable}, vkt::Initializer::constant(0.5f));
         const vkt::Tensor grad = vkt::identity(g.input(fmt::format("g{}", v), {per_variable}));
         grads.push_back(grad);
         gvs.push_back({vkt::Gradient{grad}, w});

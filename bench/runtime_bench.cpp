@@ -5,7 +5,9 @@
 //   - a dispatch inside a replayed stream vs one submit round trip.
 // Prints medians; the machine is noisy, so compare ratios, not times across runs.
 #include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
+#include "bench_util.h"
 
 #include <vktower/tower/gradient_reducer.h>
 #include <vktower/vktower.h>
@@ -18,20 +20,9 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using vkt::bench::median_seconds;
 
-template <typename Fn>
-double median_seconds(int reps, Fn&& fn) {
-  fn();  // warm-up: first touches, pipeline creation
-  std::vector<double> times;
-  for (int i = 0; i < reps; ++i) {
-    const auto start = Clock::now();
-    fn();
-    times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
+using Clock = std::chrono::steady_clock;
 
 struct SaxpyParams {
   float a;
