@@ -30,6 +30,7 @@ std::string_view trim(std::string_view s) {
 std::vector<std::uint32_t> parse_device_list(std::string_view spec, const Instance& instance) {
   const auto count = static_cast<std::uint32_t>(instance.devices().size());
   spec = trim(spec);
+  const std::string_view whole = spec;
   std::vector<std::uint32_t> out;
   if (spec.empty() || spec == "all") {
     for (std::uint32_t i = 0; i < count; ++i) out.push_back(i);

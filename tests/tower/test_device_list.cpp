@@ -19,7 +19,7 @@ TEST_CASE("device lists: all, repeated indices, and clear errors") {
   CHECK(vkt::parse_device_list(" 0 ", instance) == std::vector<std::uint32_t>{0});
 
   const std::string unknown = vkt::test::error_of([&] { vkt::parse_device_list("0,7", instance); });
-  CHECK_THAT(unknown, Contains("device 7 does not exist"));
+  CHECK_THAT(unknown, Contains("device list '0,7': device 7 does not exist"));
   CHECK_THAT(unknown, Contains(instance.devices()[0].name));
   CHECK_THAT(vkt::test::error_of([&] { vkt::parse_device_list("0,,1", instance); }),
              Contains("'' is not a device index"));
