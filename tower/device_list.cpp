@@ -47,13 +47,13 @@ std::vector<std::uint32_t> parse_device_list(std::string_view spec, const Instan
       throw Error(
           fmt::format("device list '{}': '{}' is not a device index; write 'all' or "
                       "indices like 0,0,1 (the devices:{})",
-                      spec, token, listing(instance)));
+                      whole, token, listing(instance)));
     }
     if (index >= count) {
       throw Error(
           fmt::format("device list '{}': device {} does not exist; this machine has {} "
                       "Vulkan device{}:{}",
-                      spec, index, count, count == 1 ? "" : "s", listing(instance)));
+                      whole, index, count, count == 1 ? "" : "s", listing(instance)));
     }
     out.push_back(index);
     if (comma == std::string_view::npos) break;
