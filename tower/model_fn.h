@@ -11,6 +11,7 @@
 #include "../runtime/graph/graph.h"
 #include "../runtime/graph/tensor.h"
 #include "host_tensor.h"
+#include "metrics.h"
 
 namespace vkt {
 
@@ -27,12 +28,13 @@ using Params = std::map<std::string, ParamValue>;
 using TensorDict = std::map<std::string, Tensor>;
 
 /// What a model function returns (tf.estimator.EstimatorSpec). With
-/// replicate_model_fn, the merged spec also carries `run`, which trains the
-/// towers together.
+/// replicate_model_fn, the merged spec also carries `run`, which trains,
+/// evaluates or predicts with the towers together.
 struct EstimatorSpec {
   Mode mode = Mode::Train;
   Tensor loss{};
   std::map<std::string, Tensor> predictions{};
+  std::map<std::string, Metric> eval_metric_ops{};
   Tensor train_op{};
   std::shared_ptr<TowerRun> run{};
 };

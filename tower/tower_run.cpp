@@ -99,16 +99,11 @@ std::string input_name(const std::string& key, const char* kind) {
 
 TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateOptions& options,
                    Mode mode, const Params& params)
-    : options_(options), calls_(std::make_unique<OptimizerCalls>()) {
+    : options_(options), calls_(std::make_unique<OptimizerCalls>()), mode_(mode) {
   if (root.is_tower()) {
     throw Error(
         "a replicated model function is called with a root ModelContext (the instance "
         "and the global batch's inputs), not a tower's");
-  }
-  if (mode != Mode::Train) {
-    throw Error(
-        "replicate_model_fn: only training is built so far; evaluation and prediction "
-        "across towers are still to come");
   }
   if (options.variable_mode != VariableMode::SharedLocalParameterServer) {
     throw Error(
@@ -162,7 +157,7 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
     ModelContext ctx(*t.graph, i, n);
     const Params tower_params = params;  // each tower its own copy
     t.spec = model_fn(ctx, features, labels, mode, tower_params);
-    if (!t.spec.loss.valid() || &t.spec.loss.graph() != t.graph.get()) {
+    if (mode != Mode::Predict && (!t.spec.loss.valid() || &t.spec.loss.graph() != t.graph.get())) {
       throw Error(
           fmt::format("the model function returned no loss (or one of another graph) on "
                       "tower {}; training needs the spec's loss",
@@ -171,6 +166,42 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
     towers_.push_back(std::move(t));
   }
 
+  if (mode != Mode::Train) {
+    // Evaluation and prediction: each tower runs on its own; nothing to reduce
+    // on the device (the metrics' sums add up on the host).
+    for (int i = 0; i < n; ++i) {
+      Tower& t = towers_[i];
+      std::vector<Tensor> fetches;
+      if (mode == Mode::Eval) {
+        t.scaled_loss = scale != 1.0f ? t.spec.loss * scale : t.spec.loss;
+        fetches.push_back(t.scaled_loss);
+        for (const auto& [name, metric] : t.spec.eval_metric_ops) {
+          t.accumulators.insert(t.accumulators.end(), metric.accumulators.begin(),
+                                metric.accumulators.end());
+          if (i == 0) {
+            sums_[name] = std::vector<std::vector<double>>(metric.accumulators.size());
+          }
+        }
+        fetches.insert(fetches.end(), t.accumulators.begin(), t.accumulators.end());
+      } else {
+        if (t.spec.predictions.empty()) {
+          throw Error("the model function returned no predictions for Mode::Predict");
+        }
+        for (const auto& [name, tensor] : t.spec.predictions) {
+          if (tensor.shape().rank() == 0) {
+            throw Error(
+                fmt::format("prediction '{}' is a scalar; predictions need a batch "
+                            "dimension 0 to line up with the input",
+                            name));
+          }
+          fetches.push_back(tensor);
+        }
+      }
+      t.executor =
+          std::make_unique<Executor>(*t.graph, fetches, ExecutorOptions{.training = false});
+    }
+    return;
+  }
   if (n == 1) {
     Tower& t = towers_.front();
     std::vector<Tensor> fetches{t.spec.loss};
@@ -284,24 +315,20 @@ TowerRun::~TowerRun() {
   for (Tower& t : towers_) t.executor.reset();
 }
 
-void TowerRun::train_step(const HostBatch& features, const HostBatch& labels) {
+std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBatch& labels) {
   const int n = towers();
-  HostBatch all = features;
-  for (const auto& [key, value] : labels) all[key.empty() ? "labels" : key] = value;
-  if (features.count("")) {
-    all["features"] = features.at("");
-    all.erase("");
-  }
+  HostBatch all;
+  for (const auto& [key, value] : features) all[input_name(key, "features")] = value;
+  for (const auto& [key, value] : labels) all[input_name(key, "labels")] = value;
   const std::vector<HostBatch> shards = shard(all, n);
-  using Clock = std::chrono::steady_clock;
-  const auto ms = [](Clock::time_point a, Clock::time_point b) {
-    return std::chrono::duration<double, std::milli>(b - a).count();
-  };
-  const Clock::time_point start = Clock::now();
   // Each tower feeds, runs and waits on a thread of its own (tower 0 on this one).
   const auto run_tower = [&](int i) {
     Tower& t = towers_[i];
     for (const auto& [name, value] : shards[i]) {
+      if (!t.graph->find_input(name)) {
+        throw Error(
+            fmt::format("the batch has an entry '{}' that the model has no input for", name));
+      }
       if (value.dtype == DType::F32) {
         t.executor->feed(name, value.f32);
       } else {
@@ -316,10 +343,20 @@ void TowerRun::train_step(const HostBatch& features, const HostBatch& labels) {
   for (int i = 1; i < n; ++i) others.push_back(std::async(std::launch::async, run_tower, i));
   std::vector<Ticket> done{run_tower(0)};
   for (auto& f : others) done.push_back(f.get());  // rethrows a tower's error
-  for (const Ticket& t : done) t.wait();
+  return done;
+}
+
+void TowerRun::train_step(const HostBatch& features, const HostBatch& labels) {
+  if (mode_ != Mode::Train) throw Error("train_step: this model was built for another mode");
+  using Clock = std::chrono::steady_clock;
+  const auto ms = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
+  const Clock::time_point start = Clock::now();
+  const std::vector<Ticket> done = run_towers(features, labels);
   const Clock::time_point towers_done = Clock::now();
   times_ = {ms(start, towers_done), 0, 0, 0};
-  if (n == 1) return;
+  if (towers() == 1) return;
   reducer_->run(done).wait();
   const Clock::time_point reduced = Clock::now();
   const Ticket applied = master_executor_->run();
@@ -331,6 +368,56 @@ void TowerRun::train_step(const HostBatch& features, const HostBatch& labels) {
   }
   times_ = {ms(start, towers_done), ms(towers_done, reduced), ms(reduced, updated),
             ms(updated, Clock::now())};
+}
+
+void TowerRun::evaluate_step(const HostBatch& features, const HostBatch& labels) {
+  if (mode_ != Mode::Eval) throw Error("evaluate_step: this model was built for another mode");
+  run_towers(features, labels);
+  for (Tower& t : towers_) {  // tower order: the sums come out the same every run
+    loss_sum_ += t.executor->read(t.scaled_loss)[0];
+    std::size_t next = 0;
+    for (const auto& [name, metric] : t.spec.eval_metric_ops) {
+      std::vector<std::vector<double>>& sums = sums_.at(name);
+      for (std::size_t a = 0; a < metric.accumulators.size(); ++a) {
+        const std::vector<float> values = t.executor->read(t.accumulators[next++]);
+        sums[a].resize(values.size(), 0.0);
+        for (std::size_t j = 0; j < values.size(); ++j) sums[a][j] += values[j];
+      }
+    }
+  }
+  ++batches_;
+}
+
+std::map<std::string, double> TowerRun::metrics() const {
+  std::map<std::string, double> out;
+  out["loss"] = batches_ == 0 ? 0.0 : loss_sum_ / static_cast<double>(batches_);
+  for (const auto& [name, metric] : towers_.front().spec.eval_metric_ops) {
+    out[name] = metric.value(sums_.at(name));
+  }
+  return out;
+}
+
+HostBatch TowerRun::predict_step(const HostBatch& features) {
+  if (mode_ != Mode::Predict) throw Error("predict_step: this model was built for another mode");
+  run_towers(features, {});
+  HostBatch out;
+  for (Tower& t : towers_) {  // tower order = input order
+    for (const auto& [name, tensor] : t.spec.predictions) {
+      HostTensor& whole = out[name];
+      std::vector<std::int64_t> dims = tensor.shape().dims();
+      if (whole.shape.rank() > 0) dims[0] += whole.shape[0];
+      whole.shape = Shape(dims);
+      whole.dtype = tensor.dtype();
+      if (tensor.dtype() == DType::F32) {
+        const std::vector<float> v = t.executor->read(tensor);
+        whole.f32.insert(whole.f32.end(), v.begin(), v.end());
+      } else {
+        const std::vector<std::int32_t> v = t.executor->read_i32(tensor);
+        whole.i32.insert(whole.i32.end(), v.begin(), v.end());
+      }
+    }
+  }
+  return out;
 }
 
 float TowerRun::loss() {

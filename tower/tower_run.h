@@ -2,6 +2,7 @@
 // The towers of one replicated model, trained together.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +31,15 @@ class TowerRun {
   /// One training step on a global batch: shard, run every tower, reduce the
   /// gradients, apply, copy the weights back.
   void train_step(const HostBatch& features, const HostBatch& labels);
+  /// Evaluation (Mode::Eval): adds one global batch to the loss and to every
+  /// metric's accumulators, summed over the towers.
+  void evaluate_step(const HostBatch& features, const HostBatch& labels);
+  /// "loss" (the mean over the evaluated batches of the summed scaled tower
+  /// losses) and every metric, read from the accumulated sums.
+  std::map<std::string, double> metrics() const;
+  /// Prediction (Mode::Predict): every prediction of the global batch, the
+  /// towers' rows concatenated in tower order (so in input order).
+  HostBatch predict_step(const HostBatch& features);
   /// The loss of the last step: the sum, in tower order, of the scaled tower losses.
   float loss();
   /// A variable's value (the master copy with several towers).
@@ -57,11 +67,15 @@ class TowerRun {
     std::unique_ptr<Graph> graph;
     EstimatorSpec spec;
     Tensor scaled_loss;
-    std::vector<Tensor> gradients;  // every recorded call's, in call order
+    std::vector<Tensor> gradients;     // every recorded call's, in call order
+    std::vector<Tensor> accumulators;  // Eval: every metric's, in metric order
     std::unique_ptr<Executor> executor;
     std::unique_ptr<CrossDeviceCopy> weights_back;
   };
   void build_master(const Instance& root, const std::vector<std::uint32_t>& devices);
+  /// Feeds each tower its shard and runs it, on a thread per tower; returns
+  /// when every tower is done.
+  std::vector<Ticket> run_towers(const HostBatch& features, const HostBatch& labels);
   /// A new Instance whose device `index` is the root instance's device `index`.
   static std::unique_ptr<Instance> own_instance(const Instance& root, std::uint32_t index);
   Graph& variables_graph() const;
@@ -75,6 +89,11 @@ class TowerRun {
   std::unique_ptr<Executor> master_executor_;
   std::unique_ptr<GradientReducer> reducer_;
   StepTimes times_;
+  Mode mode_ = Mode::Train;
+  // Eval: per metric, per accumulator, the sums so far; and the loss.
+  std::map<std::string, std::vector<std::vector<double>>> sums_;
+  double loss_sum_ = 0;
+  std::uint64_t batches_ = 0;
 };
 
 }  // namespace vkt
