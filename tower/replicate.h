@@ -15,8 +15,11 @@ namespace vkt {
 /// None is rejected: with several towers a reduction is required.
 enum class LossReduction { None, Sum, Mean, SumByNonzeroWeights };
 
-/// Where variables and optimizer slots live. Only SharedLocalParameterServer is
-/// built so far (masters and slots on the consolidation device).
+/// Where variables and optimizer slots live. SharedLocalParameterServer: the
+/// masters and slots on the consolidation device, weights copied back to the
+/// towers after each step. Mirrored: the summed gradients are copied to every
+/// tower, and each tower applies the optimizers to its own variables and slots
+/// (no weight copy-back). RoundRobin is not built yet.
 enum class VariableMode { SharedLocalParameterServer, RoundRobin, Mirrored };
 
 struct ReplicateOptions {

@@ -105,9 +105,10 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
         "a replicated model function is called with a root ModelContext (the instance "
         "and the global batch's inputs), not a tower's");
   }
-  if (options.variable_mode != VariableMode::SharedLocalParameterServer) {
+  if (options.variable_mode == VariableMode::RoundRobin) {
     throw Error(
-        "replicate_model_fn: only VariableMode::SharedLocalParameterServer is built so far");
+        "replicate_model_fn: VariableMode::RoundRobin is not built yet; use "
+        "SharedLocalParameterServer (the default) or Mirrored");
   }
   Instance& instance = root.instance();
   const std::vector<std::uint32_t> devices =
@@ -224,6 +225,9 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
         "the model function made no TowerOptimizer call: training on several towers needs "
         "one (train_op = tower_optimizer.minimize(loss))");
   }
+  const bool mirrored = options.variable_mode == VariableMode::Mirrored;
+  std::vector<std::vector<Tensor>> updates(static_cast<std::size_t>(n));
+  if (mirrored) build_mirrored_updates(updates);  // slots first: they are variables
   for (int i = 0; i < n; ++i) {
     Tower& t = towers_[i];
     t.scaled_loss = scale != 1.0f ? t.spec.loss * scale : t.spec.loss;
@@ -234,7 +238,11 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
     fetches.insert(fetches.end(), t.gradients.begin(), t.gradients.end());
     t.executor = std::make_unique<Executor>(*t.graph, fetches);
   }
-  build_master(instance, devices);
+  if (mirrored) {
+    build_mirrored(instance, devices, updates);
+  } else {
+    build_master(instance, devices);
+  }
 }
 
 std::unique_ptr<Instance> TowerRun::own_instance(const Instance& root, std::uint32_t index) {
@@ -306,10 +314,68 @@ void TowerRun::build_master(const Instance& root, const std::vector<std::uint32_
       std::make_unique<GradientReducer>(arenas, BufferRange(master_executor_->gradient_arena()));
 }
 
+void TowerRun::build_mirrored_updates(std::vector<std::vector<Tensor>>& updates) {
+  for (std::size_t i = 0; i < towers_.size(); ++i) {
+    Tower& t = towers_[i];
+    // The towers' calls are recorded; from here on the tower's graph takes the
+    // updates itself, so it is no longer a replica that must defer them.
+    t.graph->set_attachment(nullptr);
+    // The summed gradients arrive as external gradients in the order the
+    // forward executor will place the tower's own (by tensor id), so the gradient
+    // arenas of both programs share one layout and the sum lands in one copy.
+    std::vector<Tensor> grads;
+    for (const OptimizerCalls::Call& call : calls_->calls) {
+      for (const GradVar& gv : call.per_tower[i]) grads.push_back(gv.grad.dense);
+    }
+    std::vector<Tensor> sorted = grads;
+    std::sort(sorted.begin(), sorted.end(),
+              [](const Tensor& a, const Tensor& b) { return a.id() < b.id(); });
+    std::map<int, Tensor> external;
+    for (const Tensor& g : sorted) {
+      external[g.id()] =
+          t.graph->external_gradient(Tensor(t.graph.get(), t.graph->info(g).gradient_of));
+    }
+    for (const OptimizerCalls::Call& call : calls_->calls) {
+      std::vector<GradVar> gvs;
+      for (const GradVar& gv : call.per_tower[i]) {
+        gvs.push_back({Gradient{external.at(gv.grad.dense.id())}, gv.var});
+      }
+      // Tower 0's optimizer object serves every tower: its slots are kept per graph.
+      updates[i].push_back(call.optimizer->apply_gradients(gvs));
+    }
+  }
+}
+
+void TowerRun::build_mirrored(const Instance& root, const std::vector<std::uint32_t>& devices,
+                              std::vector<std::vector<Tensor>>& updates) {
+  const std::uint32_t index = options_.consolidation_device.value_or(devices.front());
+  master_instance_ = own_instance(root, index);
+  master_device_ = std::make_unique<Device>(*master_instance_, index);
+  std::vector<BufferRange> arenas;
+  for (std::size_t i = 0; i < towers_.size(); ++i) {
+    Tower& t = towers_[i];
+    t.updates = std::make_unique<Executor>(*t.graph, updates[i]);
+    if (t.updates->gradient_arena().size() != t.executor->gradient_arena().size()) {
+      throw Error("internal: a tower's update program does not line up with its gradients");
+    }
+    arenas.emplace_back(t.executor->gradient_arena());
+  }
+  reducer_ = std::make_unique<GradientReducer>(arenas, *master_device_);
+  for (Tower& t : towers_) {
+    t.sum_in = std::make_unique<CrossDeviceCopy>(
+        BufferRange(*reducer_->sum().buffer, 0, t.updates->gradient_arena().size()),
+        t.updates->gradient_arena());
+  }
+}
+
 TowerRun::~TowerRun() {
   // Whatever records on another object's device goes first.
   reducer_.reset();
-  for (Tower& t : towers_) t.weights_back.reset();
+  for (Tower& t : towers_) {
+    t.weights_back.reset();
+    t.sum_in.reset();
+    t.updates.reset();
+  }
   master_executor_.reset();
   master_.reset();
   for (Tower& t : towers_) t.executor.reset();
@@ -357,8 +423,19 @@ void TowerRun::train_step(const HostBatch& features, const HostBatch& labels) {
   const Clock::time_point towers_done = Clock::now();
   times_ = {ms(start, towers_done), 0, 0, 0};
   if (towers() == 1) return;
-  reducer_->run(done).wait();
+  const Ticket summed = reducer_->run(done);
+  summed.wait();
   const Clock::time_point reduced = Clock::now();
+  if (!master_) {  // Mirrored: the sum to every tower, each updates its own replica
+    std::vector<Ticket> applied;
+    for (Tower& t : towers_) {
+      t.sum_in->run({&summed, 1});
+      applied.push_back(t.updates->run());
+    }
+    for (const Ticket& a : applied) a.wait();
+    times_ = {ms(start, towers_done), ms(towers_done, reduced), ms(reduced, Clock::now()), 0};
+    return;
+  }
   const Ticket applied = master_executor_->run();
   applied.wait();
   const Clock::time_point updated = Clock::now();

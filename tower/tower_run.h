@@ -71,8 +71,17 @@ class TowerRun {
     std::vector<Tensor> accumulators;  // Eval: every metric's, in metric order
     std::unique_ptr<Executor> executor;
     std::unique_ptr<CrossDeviceCopy> weights_back;
+    // Mirrored: the tower's own update program and the copy of the summed
+    // gradients into its gradient arena.
+    std::unique_ptr<Executor> updates;
+    std::unique_ptr<CrossDeviceCopy> sum_in;
   };
   void build_master(const Instance& root, const std::vector<std::uint32_t>& devices);
+  /// Mirrored: every tower gets the updates of every recorded call on its own
+  /// variables and slots; made before the towers' first executors.
+  void build_mirrored_updates(std::vector<std::vector<Tensor>>& updates);
+  void build_mirrored(const Instance& root, const std::vector<std::uint32_t>& devices,
+                      std::vector<std::vector<Tensor>>& updates);
   /// Feeds each tower its shard and runs it, on a thread per tower; returns
   /// when every tower is done.
   std::vector<Ticket> run_towers(const HostBatch& features, const HostBatch& labels);

@@ -86,6 +86,28 @@ TEST_CASE("DESIGN.md's numbers on two towers: Sum, Mean, and two steps") {
   }
 }
 
+TEST_CASE("Mirrored variables give DESIGN.md's numbers, each tower updating its own replica") {
+  Run run(scalar_model, {.loss_reduction = vkt::LossReduction::Sum,
+                         .devices = {0, 0},
+                         .variable_mode = vkt::VariableMode::Mirrored});
+  run.step({1, 2}, {1, 2});
+  CHECK(run.spec.run->loss() == 27.0f);
+  CHECK(run.c() == 7.0f);
+  run.step({1.5f, 2.5f}, {1.5f, 2.5f});
+  CHECK(run.c() == 3.0f);
+  for (int t = 0; t < 2; ++t) {
+    vkt::Graph& g = run.spec.run->tower_graph(t);
+    CHECK(g.values(*g.find_variable("c"))[0] == 3.0f);
+    CHECK(g.find_variable("c/SGD/momentum").has_value());  // each tower has its own slots
+    CHECK(g.global_step() == 2);
+  }
+  CHECK_THAT(
+      vkt::test::error_of([] {
+        Run rr(scalar_model, {.devices = {0, 0}, .variable_mode = vkt::VariableMode::RoundRobin});
+      }),
+      Contains("RoundRobin is not built yet"));
+}
+
 TEST_CASE("one tower scales nothing: loss 27 and c = 7 for every reduction") {
   for (auto reduction : {vkt::LossReduction::Sum, vkt::LossReduction::Mean,
                          vkt::LossReduction::SumByNonzeroWeights}) {
@@ -140,10 +162,10 @@ TEST_CASE("an MLP trained with Adam on N towers matches 1 tower on the same glob
     xs.push_back({{"x", HostTensor::floats({batch, in}, x)}});
     ys.push_back({{"y", HostTensor::ints({batch}, y)}});
   }
-  const auto train = [&](int n) {
+  const auto train = [&](int n, vkt::VariableMode variable_mode) {
     vkt::Instance instance;
-    const auto replicated =
-        vkt::replicate_model_fn(model, {.devices = std::vector<std::uint32_t>(n, 0)});
+    const auto replicated = vkt::replicate_model_fn(
+        model, {.devices = std::vector<std::uint32_t>(n, 0), .variable_mode = variable_mode});
     vkt::ModelContext root(instance, {{"x", {{batch, in}}}}, {{"y", {{batch}, vkt::DType::I32}}},
                            {.seed = 9});
     vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
@@ -155,19 +177,22 @@ TEST_CASE("an MLP trained with Adam on N towers matches 1 tower on the same glob
     vars.push_back({spec.run->loss()});
     return vars;
   };
-  const auto one = train(1);
-  for (int n : {2, 3, 4}) {
-    INFO(n << " towers");
-    const auto many = train(n);
-    for (std::size_t v = 0; v < one.size(); ++v) {
-      double diff = 0, scale = 0;
-      for (std::size_t i = 0; i < one[v].size(); ++i) {
-        diff = std::max<double>(diff, std::abs(many[v][i] - one[v][i]));
-        scale = std::max<double>(scale, std::abs(one[v][i]));
+  const auto one = train(1, vkt::VariableMode::SharedLocalParameterServer);
+  for (const auto mode :
+       {vkt::VariableMode::SharedLocalParameterServer, vkt::VariableMode::Mirrored}) {
+    for (int n : {2, 3, 4}) {
+      INFO(n << " towers, variable mode " << static_cast<int>(mode));
+      const auto many = train(n, mode);
+      for (std::size_t v = 0; v < one.size(); ++v) {
+        double diff = 0, scale = 0;
+        for (std::size_t i = 0; i < one[v].size(); ++i) {
+          diff = std::max<double>(diff, std::abs(many[v][i] - one[v][i]));
+          scale = std::max<double>(scale, std::abs(one[v][i]));
+        }
+        CHECK(diff <= 1e-5 * scale);
       }
-      CHECK(diff <= 1e-5 * scale);
+      CHECK(many == train(n, mode));  // the same run again: the same bits
     }
-    CHECK(many == train(n));  // the same run again: the same bits
   }
 }
 
