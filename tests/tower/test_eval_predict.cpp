@@ -77,7 +77,8 @@ std::shared_ptr<vkt::TowerRun> build(vkt::Instance& instance, int towers, vkt::M
 
 }  // namespace
 
-TEST_CASE("metrics over N towers equal the whole batch's and a host computation") {
+TEST_CASE("metrics over N towers equal the whole batch's and a host computation",
+          "[device-matrix]") {
   vkt::Instance instance;
   const Data data = make_data(3);
 
@@ -144,7 +145,7 @@ TEST_CASE("metrics over N towers equal the whole batch's and a host computation"
   }
 }
 
-TEST_CASE("predictions over N towers come back in input order") {
+TEST_CASE("predictions over N towers come back in input order", "[device-matrix]") {
   vkt::Instance instance;
   const Data data = make_data(1);
   const HostBatch whole = build(instance, 1, vkt::Mode::Predict)->predict_step(data.features[0]);

@@ -56,7 +56,7 @@ vkt::ReplicateOptions towers(int n, vkt::LossReduction reduction) {
 
 }  // namespace
 
-TEST_CASE("DESIGN.md's numbers on two towers: Sum, Mean, and two steps") {
+TEST_CASE("DESIGN.md's numbers on two towers: Sum, Mean, and two steps", "[device-matrix]") {
   SECTION("Sum: loss 27, c becomes 7") {
     Run run(scalar_model, towers(2, vkt::LossReduction::Sum));
     CHECK(run.spec.run->towers() == 2);
@@ -86,7 +86,8 @@ TEST_CASE("DESIGN.md's numbers on two towers: Sum, Mean, and two steps") {
   }
 }
 
-TEST_CASE("Mirrored variables give DESIGN.md's numbers, each tower updating its own replica") {
+TEST_CASE("Mirrored variables give DESIGN.md's numbers, each tower updating its own replica",
+          "[device-matrix]") {
   Run run(scalar_model, {.loss_reduction = vkt::LossReduction::Sum,
                          .devices = {0, 0},
                          .variable_mode = vkt::VariableMode::Mirrored});
@@ -108,7 +109,7 @@ TEST_CASE("Mirrored variables give DESIGN.md's numbers, each tower updating its 
       Contains("RoundRobin is not built yet"));
 }
 
-TEST_CASE("one tower scales nothing: loss 27 and c = 7 for every reduction") {
+TEST_CASE("one tower scales nothing: loss 27 and c = 7 for every reduction", "[device-matrix]") {
   for (auto reduction : {vkt::LossReduction::Sum, vkt::LossReduction::Mean,
                          vkt::LossReduction::SumByNonzeroWeights}) {
     Run run(scalar_model, towers(1, reduction));
@@ -119,7 +120,8 @@ TEST_CASE("one tower scales nothing: loss 27 and c = 7 for every reduction") {
   }
 }
 
-TEST_CASE("two losses and two TowerOptimizers on their own variables, two towers, Sum") {
+TEST_CASE("two losses and two TowerOptimizers on their own variables, two towers, Sum",
+          "[device-matrix]") {
   const auto model = [](vkt::ModelContext& ctx, const vkt::TensorDict& f, const vkt::TensorDict& l,
                         vkt::Mode mode, const vkt::Params&) {
     vkt::Graph& g = ctx.graph();
@@ -141,7 +143,8 @@ TEST_CASE("two losses and two TowerOptimizers on their own variables, two towers
   CHECK(run.spec.run->global_step() == 1);
 }
 
-TEST_CASE("an MLP trained with Adam on N towers matches 1 tower on the same global batch") {
+TEST_CASE("an MLP trained with Adam on N towers matches 1 tower on the same global batch",
+          "[device-matrix]") {
   const auto model = [](vkt::ModelContext&, const vkt::TensorDict& f, const vkt::TensorDict& l,
                         vkt::Mode mode, const vkt::Params&) {
     const Tensor h = vkt::layers::dense(f.at("x"), 16, vkt::layers::Activation::Tanh, "hidden");
@@ -196,7 +199,7 @@ TEST_CASE("an MLP trained with Adam on N towers matches 1 tower on the same glob
   }
 }
 
-TEST_CASE("replication errors say what to fix, before anything runs") {
+TEST_CASE("replication errors say what to fix, before anything runs", "[device-matrix]") {
   CHECK_THAT(vkt::test::error_of([] {
                vkt::replicate_model_fn(scalar_model, {.loss_reduction = vkt::LossReduction::None});
              }),
