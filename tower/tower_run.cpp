@@ -12,84 +12,11 @@
 #include "../runtime/vulkan/error.h"
 #include "../runtime/vulkan/instance.h"
 #include "device_list.h"
+#include "optimizer_calls.h"
 
 namespace vkt {
 
-/// Every TowerOptimizer call of the towers, in call order: tower 0's
-/// optimizer (the one that will apply) and each tower's gradients.
-struct OptimizerCalls {
-  struct Call {
-    std::unique_ptr<Optimizer> owned;
-    Optimizer* optimizer = nullptr;
-    std::vector<std::vector<GradVar>> per_tower;
-  };
-  std::vector<Call> calls;
-};
-
 namespace {
-
-std::vector<std::string> variable_names(const std::vector<GradVar>& grads) {
-  std::vector<std::string> names;
-  for (const GradVar& gv : grads) names.push_back(gv.var.name());
-  return names;
-}
-
-class TowerReplication final : public Replication {
- public:
-  TowerReplication(int tower, int towers, float scale, OptimizerCalls& calls, Graph& graph)
-      : tower_(tower), towers_(towers), scale_(scale), calls_(calls), graph_(graph) {}
-  int tower() const override { return tower_; }
-  int towers() const override { return towers_; }
-  float loss_scale() const override { return scale_; }
-  int calls_made() const { return next_; }
-
-  Tensor record_call(std::unique_ptr<Optimizer>& owner, Optimizer& used,
-                     std::vector<GradVar> grads) override {
-    const int k = next_++;
-    for (const GradVar& gv : grads) {
-      if (gv.grad.sparse()) {
-        throw Error(
-            fmt::format("variable '{}' has a sparse (embedding) gradient: reducing sparse "
-                        "gradients across towers is not supported yet; run on one tower",
-                        gv.var.name()));
-      }
-    }
-    if (tower_ == 0) {
-      OptimizerCalls::Call call;
-      call.owned = std::move(owner);  // null when an earlier call already took it
-      call.optimizer = &used;
-      call.per_tower.resize(towers_);
-      calls_.calls.push_back(std::move(call));
-    } else {
-      if (k >= static_cast<int>(calls_.calls.size())) {
-        throw Error(
-            fmt::format("tower {} made optimizer call {} ('{}') but tower 0 made only {}; "
-                        "every tower must make the same optimizer calls in the same order",
-                        tower_, k + 1, used.name(), calls_.calls.size()));
-      }
-      const OptimizerCalls::Call& first = calls_.calls[k];
-      const auto theirs = variable_names(first.per_tower[0]);
-      const auto ours = variable_names(grads);
-      if (first.optimizer->name() != used.name() || theirs != ours) {
-        throw Error(
-            fmt::format("tower {}'s optimizer call {} ('{}' on {}) differs from tower 0's "
-                        "('{}' on {}); every tower must make the same optimizer calls in "
-                        "the same order",
-                        tower_, k + 1, used.name(), fmt::join(ours, ", "), first.optimizer->name(),
-                        fmt::join(theirs, ", ")));
-      }
-    }
-    calls_.calls[k].per_tower[tower_] = std::move(grads);
-    return graph_.scalar(0.0f);  // the tower's train op: the update happens on the towers' master
-  }
-
- private:
-  int tower_, towers_;
-  float scale_;
-  OptimizerCalls& calls_;
-  Graph& graph_;
-  int next_ = 0;
-};
 
 std::string input_name(const std::string& key, const char* kind) {
   return key.empty() ? kind : key;

@@ -98,8 +98,9 @@ TEST_CASE("a two-layer MLP's loss and gradients match a hand-written CPU network
   const vkt::Tensor h = vkt::layers::dense(x, hidden, vkt::layers::Activation::Relu, "hidden");
   const vkt::Tensor logits = vkt::layers::dense(h, out, vkt::layers::Activation::None, "out");
   const vkt::Tensor loss = vkt::sparse_softmax_cross_entropy(labels, logits);
-  const std::vector<vkt::Tensor> vars = {*g.find_variable("hidden/kernel"), *g.find_variable("hidden/bias"),
-                                         *g.find_variable("out/kernel"), *g.find_variable("out/bias")};
+  const std::vector<vkt::Tensor> vars = {
+      *g.find_variable("hidden/kernel"), *g.find_variable("hidden/bias"),
+      *g.find_variable("out/kernel"), *g.find_variable("out/bias")};
   const std::vector<vkt::Gradient> grads = vkt::gradients(loss, vars);
   std::vector<vkt::Tensor> fetches{loss};
   for (const vkt::Gradient& gr : grads) fetches.push_back(gr.dense);
@@ -122,8 +123,14 @@ TEST_CASE("a two-layer MLP's loss and gradients match a hand-written CPU network
   exec.run();
 
   const auto as_double = [](const std::vector<float>& v) { return Matrix(v.begin(), v.end()); };
-  const CpuMlp cpu{batch, in, hidden, out, as_double(g.values(vars[0])), as_double(b1),
-                   as_double(g.values(vars[2])), as_double(b2)};
+  const CpuMlp cpu{batch,
+                   in,
+                   hidden,
+                   out,
+                   as_double(g.values(vars[0])),
+                   as_double(b1),
+                   as_double(g.values(vars[2])),
+                   as_double(b2)};
   Matrix dw1, db1, dw2, db2;
   const double want_loss =
       cpu.step(as_double(xs), std::vector<int>(ys.begin(), ys.end()), dw1, db1, dw2, db2);

@@ -1,0 +1,61 @@
+#include "optimizer_calls.h"
+
+#include <fmt/format.h>
+
+#include <string>
+
+#include "../runtime/graph/graph.h"
+#include "../runtime/vulkan/error.h"
+
+namespace vkt {
+namespace {
+
+std::vector<std::string> variable_names(const std::vector<GradVar>& grads) {
+  std::vector<std::string> names;
+  for (const GradVar& gv : grads) names.push_back(gv.var.name());
+  return names;
+}
+
+}  // namespace
+
+Tensor TowerReplication::record_call(std::unique_ptr<Optimizer>& owner, Optimizer& used,
+                                     std::vector<GradVar> grads) {
+  const int k = next_++;
+  for (const GradVar& gv : grads) {
+    if (gv.grad.sparse()) {
+      throw Error(
+          fmt::format("variable '{}' has a sparse (embedding) gradient: reducing sparse "
+                      "gradients across towers is not supported yet; run on one tower",
+                      gv.var.name()));
+    }
+  }
+  if (tower_ == 0) {
+    OptimizerCalls::Call call;
+    call.owned = std::move(owner);  // null when an earlier call already took it
+    call.optimizer = &used;
+    call.per_tower.resize(towers_);
+    calls_.calls.push_back(std::move(call));
+  } else {
+    if (k >= static_cast<int>(calls_.calls.size())) {
+      throw Error(
+          fmt::format("tower {} made optimizer call {} ('{}') but tower 0 made only {}; "
+                      "every tower must make the same optimizer calls in the same order",
+                      tower_, k + 1, used.name(), calls_.calls.size()));
+    }
+    const OptimizerCalls::Call& first = calls_.calls[k];
+    const auto theirs = variable_names(first.per_tower[0]);
+    const auto ours = variable_names(grads);
+    if (first.optimizer->name() != used.name() || theirs != ours) {
+      throw Error(
+          fmt::format("tower {}'s optimizer call {} ('{}' on {}) differs from tower 0's "
+                      "('{}' on {}); every tower must make the same optimizer calls in "
+                      "the same order",
+                      tower_, k + 1, used.name(), fmt::join(ours, ", "), first.optimizer->name(),
+                      fmt::join(theirs, ", ")));
+    }
+  }
+  calls_.calls[k].per_tower[tower_] = std::move(grads);
+  return graph_.scalar(0.0f);  // the tower's train op: the update happens on the towers' master
+}
+
+}  // namespace vkt
