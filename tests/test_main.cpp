@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <string_view>
 
 #include <vktower/runtime/vulkan/instance.h>
 
@@ -11,6 +12,10 @@
 
 int main(int argc, char* argv[]) {
   const int failed = Catch::Session().run(argc, argv);
+  // ctest's discovery lists the tests without running them: say nothing then.
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]).rfind("--list", 0) == 0) return failed;
+  }
   vkt::test::release_shared_device();  // so that leaks it reports are counted
   const bool validation = vkt::InstanceOptions::from_environment().validation;
   const std::uint64_t messages = vkt::Instance::process_validation_messages();

@@ -1,4 +1,4 @@
-// vkt-linear: DESIGN.md's scalar model as the shortest complete use of the API.
+// vkt-linear: the README's scalar example as the shortest complete use of the API.
 // One variable c = 10, predictions = features * c, loss = sum |labels - predictions|,
 // SGD with learning rate 1, replicated on the chosen devices. The global batch is
 // features = labels = [[1], [2]], then [[1.5], [2.5]], alternating.
@@ -29,7 +29,9 @@ vkt::EstimatorSpec linear_model(vkt::ModelContext& ctx, const vkt::TensorDict& f
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"vkt-linear: DESIGN.md's scalar model trained on every chosen Vulkan device"};
+  CLI::App app{
+      "vkt-linear: the scalar model of the README (c = 10, SGD, loss sum |y - x c|) trained on "
+      "every chosen Vulkan device"};
   std::string devices = "all";
   int steps = 2;
   std::string reduction = "sum_by_nonzero_weights";
@@ -54,7 +56,7 @@ int main(int argc, char** argv) {
     const std::vector<std::uint32_t> towers =
         vkt::device_list_from_environment(instance, vkt::parse_device_list(devices, instance));
     const auto n = static_cast<std::int64_t>(towers.size());
-    // One row per tower; the two alternating batches of DESIGN.md on two towers.
+    // One row per tower; on two towers, the README's two alternating batches.
     const std::int64_t rows = std::max<std::int64_t>(n, 2) / n * n;
     const auto replicated = vkt::replicate_model_fn(
         linear_model, {.loss_reduction = reductions.at(reduction), .devices = towers});
