@@ -36,7 +36,7 @@ GradientReducer::GradientReducer(std::vector<BufferRange> tower_gradients, Devic
       sum_(consolidation, stride_),
       destination_(sum_),
       add_(consolidation) {
-  build(std::move(tower_gradients));
+  build(whole(tower_gradients));
 }
 
 GradientReducer::GradientReducer(std::vector<BufferRange> tower_gradients, BufferRange destination)
@@ -51,13 +51,52 @@ GradientReducer::GradientReducer(std::vector<BufferRange> tower_gradients, Buffe
                     "{} ({} rounded up to 16)",
                     destination.size(), stride_, bytes_));
   }
-  build(std::move(tower_gradients));
+  build(whole(tower_gradients));
 }
 
-void GradientReducer::build(std::vector<BufferRange> tower_gradients) {
-  for (std::size_t i = 0; i < tower_gradients.size(); ++i) {
-    copies_.push_back(std::make_unique<CrossDeviceCopy>(
-        tower_gradients[i], BufferRange(gathered_, i * stride_, bytes_)));
+GradientReducer::GradientReducer(const std::vector<std::vector<Segment>>& towers,
+                                 BufferRange destination)
+    : bytes_(destination.size()),
+      stride_(destination.size()),
+      gathered_(destination.buffer->device(), std::max<std::size_t>(stride_, 16) * std::max<std::size_t>(towers.size(), 1)),
+      destination_(destination),
+      add_(destination.buffer->device()) {
+  if (towers.empty()) throw Error("GradientReducer: no tower gradients given");
+  if (stride_ % 16 != 0) {
+    throw Error(fmt::format("GradientReducer: the destination holds {} bytes, not a multiple of 16",
+                            stride_));
+  }
+  for (std::size_t t = 0; t < towers.size(); ++t) {
+    if (towers[t].size() != towers[0].size()) {
+      throw Error("GradientReducer: every tower must give the same segments");
+    }
+    for (std::size_t i = 0; i < towers[t].size(); ++i) {
+      const Segment& s = towers[t][i];
+      if (s.source.size() != towers[0][i].source.size() || s.offset != towers[0][i].offset ||
+          s.offset + s.source.size() > stride_) {
+        throw Error(fmt::format("GradientReducer: tower {}'s segment {} does not match tower 0's "
+                                "or does not fit the destination",
+                                t, i));
+      }
+    }
+  }
+  build(towers);
+}
+
+std::vector<std::vector<GradientReducer::Segment>> GradientReducer::whole(
+    const std::vector<BufferRange>& ranges) {
+  std::vector<std::vector<Segment>> out;
+  for (const BufferRange& r : ranges) out.push_back({Segment{r, 0}});
+  return out;
+}
+
+void GradientReducer::build(const std::vector<std::vector<Segment>>& towers) {
+  for (std::size_t t = 0; t < towers.size(); ++t) {
+    copies_.emplace_back();
+    for (const Segment& s : towers[t]) {
+      copies_.back().push_back(std::make_unique<CrossDeviceCopy>(
+          s.source, BufferRange(gathered_, t * stride_ + s.offset, s.source.size())));
+    }
   }
   struct {
     std::uint32_t vectors, towers, stride;
@@ -75,7 +114,9 @@ Ticket GradientReducer::run(std::span<const Ticket> ready) {
                             copies_.size()));
   }
   for (std::size_t i = 0; i < copies_.size(); ++i) {
-    copies_[i]->run(ready.empty() ? std::span<const Ticket>{} : ready.subspan(i, 1));
+    for (const auto& copy : copies_[i]) {
+      copy->run(ready.empty() ? std::span<const Ticket>{} : ready.subspan(i, 1));
+    }
   }
   return add_.submit();
 }

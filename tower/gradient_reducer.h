@@ -30,6 +30,17 @@ class GradientReducer {
   /// arena), whose size must be the towers' rounded up to 16 bytes.
   GradientReducer(std::vector<BufferRange> tower_gradients, BufferRange destination);
 
+  /// A piece of a tower's gradients and where it goes in the destination.
+  struct Segment {
+    BufferRange source;
+    std::size_t offset = 0;  ///< byte offset in the destination (a multiple of 16)
+  };
+  /// The general form: each tower contributes the same segments (same sizes and
+  /// offsets), gathered into one layout and summed into `destination` (whose
+  /// size is a multiple of 16); gaps between segments are left undefined. The
+  /// round-robin variable mode reduces each device's share of the variables so.
+  GradientReducer(const std::vector<std::vector<Segment>>& towers, BufferRange destination);
+
   /// Gathers and sums; `ready[i]` is tower i's ticket for the work that wrote
   /// its gradients (empty tickets are fine). The returned ticket, on the
   /// consolidation device, completes when sum() holds the sum.
@@ -41,14 +52,15 @@ class GradientReducer {
   std::size_t bytes() const { return bytes_; }
 
  private:
-  void build(std::vector<BufferRange> tower_gradients);
+  void build(const std::vector<std::vector<Segment>>& towers);
+  static std::vector<std::vector<Segment>> whole(const std::vector<BufferRange>& ranges);
 
   std::size_t bytes_;
   std::size_t stride_;  // bytes between two towers' slices in gathered_
   Buffer gathered_;
   Buffer sum_;  // when no destination was given
   BufferRange destination_;
-  std::vector<std::unique_ptr<CrossDeviceCopy>> copies_;
+  std::vector<std::vector<std::unique_ptr<CrossDeviceCopy>>> copies_;  // per tower, per segment
   Stream add_;
 };
 
