@@ -58,7 +58,8 @@ GradientReducer::GradientReducer(const std::vector<std::vector<Segment>>& towers
                                  BufferRange destination)
     : bytes_(destination.size()),
       stride_(destination.size()),
-      gathered_(destination.buffer->device(), std::max<std::size_t>(stride_, 16) * std::max<std::size_t>(towers.size(), 1)),
+      gathered_(destination.buffer->device(),
+                std::max<std::size_t>(stride_, 16) * std::max<std::size_t>(towers.size(), 1)),
       destination_(destination),
       add_(destination.buffer->device()) {
   if (towers.empty()) throw Error("GradientReducer: no tower gradients given");
@@ -74,9 +75,10 @@ GradientReducer::GradientReducer(const std::vector<std::vector<Segment>>& towers
       const Segment& s = towers[t][i];
       if (s.source.size() != towers[0][i].source.size() || s.offset != towers[0][i].offset ||
           s.offset + s.source.size() > stride_) {
-        throw Error(fmt::format("GradientReducer: tower {}'s segment {} does not match tower 0's "
-                                "or does not fit the destination",
-                                t, i));
+        throw Error(
+            fmt::format("GradientReducer: tower {}'s segment {} does not match tower 0's "
+                        "or does not fit the destination",
+                        t, i));
       }
     }
   }

@@ -19,7 +19,9 @@ enum class LossReduction { None, Sum, Mean, SumByNonzeroWeights };
 /// masters and slots on the consolidation device, weights copied back to the
 /// towers after each step. Mirrored: the summed gradients are copied to every
 /// tower, and each tower applies the optimizers to its own variables and slots
-/// (no weight copy-back). RoundRobin is not built yet.
+/// (no weight copy-back). RoundRobin: variable k (in creation order) has its
+/// master, its reduction and its updates on tower k mod N's device, spreading
+/// that work; the new values go back to every tower.
 enum class VariableMode { SharedLocalParameterServer, RoundRobin, Mirrored };
 
 struct ReplicateOptions {

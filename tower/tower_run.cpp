@@ -32,11 +32,6 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
         "a replicated model function is called with a root ModelContext (the instance "
         "and the global batch's inputs), not a tower's");
   }
-  if (options.variable_mode == VariableMode::RoundRobin) {
-    throw Error(
-        "replicate_model_fn: VariableMode::RoundRobin is not built yet; use "
-        "SharedLocalParameterServer (the default) or Mirrored");
-  }
   Instance& instance = root.instance();
   const std::vector<std::uint32_t> devices =
       device_list_from_environment(instance, options.devices);
@@ -167,6 +162,8 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
   }
   if (mirrored) {
     build_mirrored(instance, devices, updates);
+  } else if (options.variable_mode == VariableMode::RoundRobin) {
+    build_round_robin(instance, devices);
   } else {
     build_master(instance, devices);
   }
@@ -297,6 +294,12 @@ void TowerRun::build_mirrored(const Instance& root, const std::vector<std::uint3
 
 TowerRun::~TowerRun() {
   // Whatever records on another object's device goes first.
+  for (Share& share : shares_) {
+    share.reducer.reset();
+    share.weights_back.clear();
+    share.executor.reset();
+    share.graph.reset();
+  }
   reducer_.reset();
   for (Tower& t : towers_) {
     t.weights_back.reset();
@@ -350,6 +353,11 @@ void TowerRun::train_step(const HostBatch& features, const HostBatch& labels) {
   const Clock::time_point towers_done = Clock::now();
   times_ = {ms(start, towers_done), 0, 0, 0};
   if (towers() == 1) return;
+  if (!shares_.empty()) {
+    step_round_robin(done);
+    times_ = {ms(start, towers_done), 0, ms(towers_done, Clock::now()), 0};
+    return;
+  }
   const Ticket summed = reducer_->run(done);
   summed.wait();
   const Clock::time_point reduced = Clock::now();

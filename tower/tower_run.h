@@ -82,6 +82,10 @@ class TowerRun {
   void build_mirrored_updates(std::vector<std::vector<Tensor>>& updates);
   void build_mirrored(const Instance& root, const std::vector<std::uint32_t>& devices,
                       std::vector<std::vector<Tensor>>& updates);
+  /// RoundRobin: variable k's master, reduction and updates on tower k mod N's
+  /// device (tower/round_robin.cpp).
+  void build_round_robin(const Instance& root, const std::vector<std::uint32_t>& devices);
+  void step_round_robin(const std::vector<Ticket>& done);
   /// Feeds each tower its shard and runs it, on a thread per tower; returns
   /// when every tower is done.
   std::vector<Ticket> run_towers(const HostBatch& features, const HostBatch& labels);
@@ -97,6 +101,16 @@ class TowerRun {
   std::unique_ptr<Graph> master_;
   std::unique_ptr<Executor> master_executor_;
   std::unique_ptr<GradientReducer> reducer_;
+  // RoundRobin: one share of the variables per device.
+  struct Share {
+    std::unique_ptr<Instance> instance;
+    std::unique_ptr<Device> device;
+    std::unique_ptr<Graph> graph;
+    std::unique_ptr<Executor> executor;  // null when its variables take no update
+    std::unique_ptr<GradientReducer> reducer;
+    std::vector<std::unique_ptr<CrossDeviceCopy>> weights_back;  // per tower and variable
+  };
+  std::vector<Share> shares_;
   StepTimes times_;
   Mode mode_ = Mode::Train;
   // Eval: per metric, per accumulator, the sums so far; and the loss.

@@ -1,0 +1,110 @@
+// The RoundRobin variable mode of TowerRun: each device of the towers holds the
+// masters of every N-th variable, reduces their gradients and applies their
+// updates, so the reduction and optimizer work is spread over the devices.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "../runtime/vulkan/error.h"
+#include "../runtime/vulkan/instance.h"
+#include "optimizer_calls.h"
+#include "tower_run.h"
+
+namespace vkt {
+
+void TowerRun::build_round_robin(const Instance& root, const std::vector<std::uint32_t>& devices) {
+  Tower& first = towers_.front();
+  const int n = towers();
+  std::map<std::string, int> owner;  // variable name -> the tower whose device holds its master
+  int k = 0;
+  for (const Variable& v : first.graph->variables()) owner[v.tensor.name()] = k++ % n;
+  const auto owner_of_gradient = [&](const Tensor& g) {
+    return owner.at(
+        first.graph->info(Tensor(first.graph.get(), first.graph->info(g).gradient_of)).name);
+  };
+
+  shares_.resize(static_cast<std::size_t>(n));
+  for (int j = 0; j < n; ++j) {
+    Share& share = shares_[static_cast<std::size_t>(j)];
+    share.instance = own_instance(root, devices[static_cast<std::size_t>(j)]);
+    share.device = std::make_unique<Device>(*share.instance, devices[static_cast<std::size_t>(j)]);
+    share.graph = std::make_unique<Graph>(*share.device, first.graph->options());
+    for (const Variable& v : first.graph->variables()) {
+      if (owner.at(v.tensor.name()) == j) {
+        share.graph->variable(v.tensor.name(), v.tensor.shape(), v.initializer, v.trainable);
+      }
+    }
+    // This share's gradients, made in tower 0's gradient-arena order.
+    std::vector<std::pair<std::size_t, std::size_t>>
+        mine;  // (offset in tower 0, index in gradients)
+    for (std::size_t i = 0; i < first.gradients.size(); ++i) {
+      if (owner_of_gradient(first.gradients[i]) == j) {
+        mine.emplace_back(first.executor->range(first.gradients[i]).offset, i);
+      }
+    }
+    std::sort(mine.begin(), mine.end());
+    std::map<std::size_t, Tensor> external;  // index in gradients -> this share's gradient
+    for (const auto& [offset, i] : mine) {
+      const Tensor g = first.gradients[i];
+      const std::string var =
+          first.graph->info(Tensor(first.graph.get(), first.graph->info(g).gradient_of)).name;
+      external[i] = share.graph->external_gradient(*share.graph->find_variable(var));
+    }
+    // Each recorded call, restricted to this share's variables, in call order.
+    std::vector<Tensor> updates;
+    std::size_t index = 0;
+    for (const OptimizerCalls::Call& call : calls_->calls) {
+      std::vector<GradVar> gvs;
+      for (const GradVar& gv : call.per_tower[0]) {
+        if (external.count(index)) {
+          gvs.push_back({Gradient{external.at(index)}, *share.graph->find_variable(gv.var.name())});
+        }
+        ++index;
+      }
+      if (!gvs.empty()) updates.push_back(call.optimizer->apply_gradients(gvs));
+    }
+    if (updates.empty()) continue;  // its variables take no update: nothing to reduce or copy
+    share.executor = std::make_unique<Executor>(*share.graph, updates);
+
+    std::vector<std::vector<GradientReducer::Segment>> segments(static_cast<std::size_t>(n));
+    for (int t = 0; t < n; ++t) {
+      for (const auto& [offset, i] : mine) {
+        segments[static_cast<std::size_t>(t)].push_back(
+            {towers_[static_cast<std::size_t>(t)].executor->range(
+                 towers_[static_cast<std::size_t>(t)].gradients[i]),
+             share.executor->range(external.at(i)).offset});
+      }
+    }
+    share.reducer =
+        std::make_unique<GradientReducer>(segments, BufferRange(share.executor->gradient_arena()));
+    for (Tower& t : towers_) {
+      for (const Variable& v : t.graph->variables()) {
+        const std::optional<Tensor> master = share.graph->find_variable(v.tensor.name());
+        if (!master) continue;
+        share.weights_back.push_back(std::make_unique<CrossDeviceCopy>(
+            share.graph->variable_range(*master), t.graph->variable_range(v.tensor)));
+      }
+    }
+  }
+}
+
+void TowerRun::step_round_robin(const std::vector<Ticket>& done) {
+  std::vector<Ticket> applied(shares_.size());
+  for (std::size_t j = 0; j < shares_.size(); ++j) {
+    Share& share = shares_[j];
+    if (!share.executor) continue;
+    share.reducer->run(done);
+    applied[j] = share.executor->run();  // same queue as the sum: runs after it
+  }
+  std::uint64_t step = 0;
+  for (std::size_t j = 0; j < shares_.size(); ++j) {
+    Share& share = shares_[j];
+    if (!share.executor) continue;
+    for (const auto& copy : share.weights_back) copy->run({&applied[j], 1});
+    step = share.graph->global_step();
+  }
+  for (Tower& t : towers_) t.graph->set_global_step(step);
+}
+
+}  // namespace vkt
