@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "../runtime/graph/graph.h"
 #include "../runtime/graph/tensor.h"
@@ -27,6 +28,25 @@ using Params = std::map<std::string, ParamValue>;
 /// Features or labels: a name -> tensor map (one unnamed tensor is the entry "").
 using TensorDict = std::map<std::string, Tensor>;
 
+/// An output of the model as served (tf.estimator.export): a prediction map,
+/// a regression value or classification scores (and classes).
+struct ExportOutput {
+  enum class Kind { Predict, Regression, Classification };
+  Kind kind = Kind::Predict;
+  /// Predict: any names. Regression: "value". Classification: "scores" and/or "classes".
+  std::map<std::string, Tensor> outputs{};
+};
+
+/// Called by whoever runs the training loop (the Estimator): before the first
+/// step, after each step, and at the end.
+class TrainingHook {
+ public:
+  virtual ~TrainingHook() = default;
+  virtual void begin() {}
+  virtual void after_step(std::uint64_t /*global_step*/, float /*loss*/) {}
+  virtual void end() {}
+};
+
 /// What a model function returns (tf.estimator.EstimatorSpec). With
 /// replicate_model_fn, the merged spec also carries `run`, which trains,
 /// evaluates or predicts with the towers together.
@@ -36,6 +56,8 @@ struct EstimatorSpec {
   std::map<std::string, Tensor> predictions{};
   std::map<std::string, Metric> eval_metric_ops{};
   Tensor train_op{};
+  std::map<std::string, ExportOutput> export_outputs{};
+  std::vector<std::shared_ptr<TrainingHook>> training_hooks{};
   std::shared_ptr<TowerRun> run{};
 };
 

@@ -19,6 +19,11 @@ ModelFn replicate_model_fn(ModelFn model_fn, ReplicateOptions options) {
     EstimatorSpec spec;
     spec.mode = mode;
     spec.run = std::make_shared<TowerRun>(root, model_fn, options, mode, params);
+    // Every tower's hooks, in tower order, as TensorFlow merges them.
+    for (int i = 0; i < spec.run->towers(); ++i) {
+      const auto& hooks = spec.run->tower_spec(i).training_hooks;
+      spec.training_hooks.insert(spec.training_hooks.end(), hooks.begin(), hooks.end());
+    }
     return spec;
   };
 }

@@ -22,6 +22,31 @@ std::string input_name(const std::string& key, const char* kind) {
   return key.empty() ? kind : key;
 }
 
+void validate_export(const std::string& name, const ExportOutput& output) {
+  const auto has_only = [&](std::initializer_list<const char*> allowed) {
+    for (const auto& [key, tensor] : output.outputs) {
+      if (std::find_if(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; }) ==
+          allowed.end()) {
+        return false;
+      }
+    }
+    return !output.outputs.empty();
+  };
+  if (output.kind == ExportOutput::Kind::Regression && !has_only({"value"})) {
+    throw Error(
+        fmt::format("export output '{}': a regression output holds one tensor named "
+                    "\"value\"",
+                    name));
+  }
+  if (output.kind == ExportOutput::Kind::Classification && !has_only({"scores", "classes"})) {
+    throw Error(
+        fmt::format("export output '{}': a classification output holds \"scores\" "
+                    "and/or \"classes\"",
+                    name));
+  }
+  if (output.outputs.empty()) throw Error(fmt::format("export output '{}' is empty", name));
+}
+
 }  // namespace
 
 TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateOptions& options,
@@ -107,6 +132,12 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
         }
         fetches.insert(fetches.end(), t.accumulators.begin(), t.accumulators.end());
       } else {
+        for (const auto& [name, output] : t.spec.export_outputs) {
+          validate_export(name, output);
+          for (const auto& [key, tensor] : output.outputs) {
+            t.spec.predictions[name + "/" + key] = tensor;
+          }
+        }
         if (t.spec.predictions.empty()) {
           throw Error("the model function returned no predictions for Mode::Predict");
         }

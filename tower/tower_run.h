@@ -37,8 +37,9 @@ class TowerRun {
   /// "loss" (the mean over the evaluated batches of the summed scaled tower
   /// losses) and every metric, read from the accumulated sums.
   std::map<std::string, double> metrics() const;
-  /// Prediction (Mode::Predict): every prediction of the global batch, the
-  /// towers' rows concatenated in tower order (so in input order).
+  /// Prediction (Mode::Predict): every prediction of the global batch, and
+  /// every export output as "<export name>/<output name>", the towers' rows
+  /// concatenated in tower order (so in input order).
   HostBatch predict_step(const HostBatch& features);
   /// The loss of the last step: the sum, in tower order, of the scaled tower losses.
   float loss();
@@ -57,6 +58,7 @@ class TowerRun {
 
   int towers() const { return static_cast<int>(towers_.size()); }
   Graph& tower_graph(int i) { return *towers_.at(i).graph; }
+  const EstimatorSpec& tower_spec(int i) const { return towers_.at(i).spec; }
 
  private:
   struct Tower {

@@ -32,6 +32,11 @@ vkt::EstimatorSpec classifier(vkt::ModelContext&, const vkt::TensorDict& f,
       vkt::layers::dense(f.at("x"), kClasses, vkt::layers::Activation::None, "cls");
   vkt::EstimatorSpec spec{.mode = mode};
   spec.predictions = {{"p", p}, {"class", vkt::argmax(logits, -1)}};
+  spec.export_outputs = {
+      {"serving",
+       {vkt::ExportOutput::Kind::Classification,
+        {{"scores", vkt::softmax(logits)}, {"classes", vkt::argmax(logits, -1)}}}}};
+  spec.training_hooks = {std::make_shared<vkt::TrainingHook>()};
   if (mode == vkt::Mode::Eval) {
     spec.loss = vkt::sigmoid_cross_entropy(l.at("y"), logit);
     spec.eval_metric_ops = {{"auc", vkt::metrics::auc(l.at("y"), p)},
@@ -155,7 +160,34 @@ TEST_CASE("predictions over N towers come back in input order", "[device-matrix]
         build(instance, towers, vkt::Mode::Predict)->predict_step(data.features[0]);
     CHECK(split.at("p").shape == vkt::Shape{kBatch, 1});
     CHECK(split.at("class").i32 == whole.at("class").i32);
+    CHECK(split.at("serving/classes").i32 == whole.at("class").i32);
+    CHECK(split.at("serving/scores").shape == vkt::Shape{kBatch, kClasses});
+    for (std::size_t i = 0; i < split.at("serving/scores").f32.size(); ++i) {
+      CHECK(split.at("serving/scores").f32[i] ==
+            Approx(whole.at("serving/scores").f32[i]).epsilon(1e-6));
+    }
     for (std::int64_t i = 0; i < kBatch; ++i)
       CHECK(split.at("p").f32[i] == Approx(whole.at("p").f32[i]).epsilon(1e-6));
   }
+}
+
+TEST_CASE("the merged spec carries every tower's hooks, and export outputs are checked",
+          "[device-matrix]") {
+  vkt::Instance instance;
+  const auto replicated = vkt::replicate_model_fn(classifier, {.devices = {0, 0, 0}});
+  vkt::ModelContext root(instance, {{"x", {{6, kIn}}}},
+                         {{"y", {{6, 1}}}, {"cls", {{6}, vkt::DType::I32}}});
+  CHECK(replicated(root, {}, {}, vkt::Mode::Predict, {}).training_hooks.size() == 3);
+
+  const auto bad = [](vkt::ModelContext& ctx, const vkt::TensorDict& f, const vkt::TensorDict&,
+                      vkt::Mode mode, const vkt::Params&) {
+    const Tensor y = vkt::layers::dense(f.at("x"), 1, vkt::layers::Activation::None, "r");
+    vkt::EstimatorSpec spec{.mode = mode, .predictions = {{"y", y}}};
+    spec.export_outputs = {{"serving", {vkt::ExportOutput::Kind::Regression, {{"scores", y}}}}};
+    (void)ctx;
+    return spec;
+  };
+  const auto bad_replicated = vkt::replicate_model_fn(bad, {.devices = {0}});
+  CHECK_THAT(vkt::test::error_of([&] { bad_replicated(root, {}, {}, vkt::Mode::Predict, {}); }),
+             Catch::Matchers::Contains("a regression output holds one tensor named \"value\""));
 }
