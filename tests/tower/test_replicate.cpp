@@ -60,6 +60,12 @@ TEST_CASE("DESIGN.md's numbers on two towers: Sum, Mean, and two steps", "[devic
   SECTION("Sum: loss 27, c becomes 7") {
     Run run(scalar_model, towers(2, vkt::LossReduction::Sum));
     CHECK(run.spec.run->towers() == 2);
+    // Tower 0's op names carry no prefix, tower 1's are scoped; variables are shared by name.
+    const std::string loss0 = run.spec.run->tower_spec(0).loss.name();
+    const std::string loss1 = run.spec.run->tower_spec(1).loss.name();
+    CHECK(loss0.find("tower_") == std::string::npos);
+    CHECK(loss1.rfind("tower_1/", 0) == 0);
+    CHECK(run.spec.run->tower_graph(1).find_variable("c").has_value());
     run.step({1, 2}, {1, 2});
     CHECK(run.spec.run->loss() == 27.0f);
     CHECK(run.c() == 7.0f);
