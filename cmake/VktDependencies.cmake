@@ -14,6 +14,8 @@ endmacro()
 vkt_require_package(Vulkan libvulkan-dev)
 vkt_require_package(fmt libfmt-dev)
 vkt_require_package(spdlog libspdlog-dev)
+vkt_require_package(nlohmann_json nlohmann-json3-dev)
+vkt_require_package(ZLIB zlib1g-dev)
 
 find_program(VKT_GLSLANG glslangValidator)
 if(NOT VKT_GLSLANG)

@@ -1,0 +1,92 @@
+// .npy reading and writing, and the errors of broken files.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include <vktower/runtime/io/npy.h>
+
+#include "../test_support.h"
+
+using Catch::Matchers::Contains;
+
+namespace {
+
+/// A .npy file written byte by byte, as numpy.save would for `header`.
+std::string raw_npy(const std::string& name, std::string header, const std::string& data) {
+  header += std::string((64 - (10 + header.size() + 1) % 64) % 64, ' ') + "\n";
+  const std::string path = "/tmp/vkt_test_" + name;
+  std::ofstream out(path, std::ios::binary);
+  const auto length = static_cast<std::uint16_t>(header.size());
+  out.write("\x93NUMPY\x01\x00", 8);
+  out.write(reinterpret_cast<const char*>(&length), 2);
+  out << header << data;
+  return path;
+}
+
+template <typename T>
+std::string bytes_of(std::initializer_list<T> values) {
+  std::string s(values.size() * sizeof(T), '\0');
+  std::memcpy(s.data(), std::data(values), s.size());
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("write_npy and read_npy round-trip f32 and i32 arrays") {
+  const std::string f = "/tmp/vkt_test_f32.npy", i = "/tmp/vkt_test_i32.npy";
+  vkt::write_npy(f, {2, 3}, std::vector<float>{1.5f, -2, 3, 4, 5, 6.25f});
+  vkt::write_npy(i, {4}, std::vector<std::int32_t>{7, -8, 9, 2147483647});
+  const vkt::NpyArray a = vkt::read_npy(f);
+  CHECK(a.shape == std::vector<std::int64_t>{2, 3});
+  CHECK_FALSE(a.integer);
+  CHECK(a.f32 == std::vector<float>{1.5f, -2, 3, 4, 5, 6.25f});
+  const vkt::NpyArray b = vkt::read_npy(i);
+  CHECK(b.shape == std::vector<std::int64_t>{4});
+  CHECK(b.integer);
+  CHECK(b.i32 == std::vector<std::int32_t>{7, -8, 9, 2147483647});
+  std::remove(f.c_str());
+  std::remove(i.c_str());
+}
+
+TEST_CASE("read_npy converts f8 and i8 as numpy writes them") {
+  const std::string f8 =
+      raw_npy("f8.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 1), }",
+              bytes_of<double>({0.1, -3.5}));
+  const vkt::NpyArray a = vkt::read_npy(f8);
+  CHECK(a.shape == std::vector<std::int64_t>{2, 1});
+  CHECK(a.f32 == std::vector<float>{0.1f, -3.5f});
+  const std::string i8 =
+      raw_npy("i8.npy", "{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }",
+              bytes_of<std::int64_t>({1, -2, 3}));
+  CHECK(vkt::read_npy(i8).i32 == std::vector<std::int32_t>{1, -2, 3});
+  std::remove(f8.c_str());
+  std::remove(i8.c_str());
+}
+
+TEST_CASE("read_npy errors name the file and the problem") {
+  const std::string fortran =
+      raw_npy("fortran.npy", "{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }",
+              bytes_of<float>({1, 2}));
+  CHECK_THAT(vkt::test::error_of([&] { vkt::read_npy(fortran); }), Contains("Fortran order"));
+  const std::string truncated =
+      raw_npy("short.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }",
+              bytes_of<float>({1, 2}));
+  const std::string message = vkt::test::error_of([&] { vkt::read_npy(truncated); });
+  CHECK_THAT(message, Contains(truncated));
+  CHECK_THAT(message, Contains("needs 12 bytes of data but the file holds 8"));
+  const std::string complex =
+      raw_npy("complex.npy", "{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }",
+              bytes_of<float>({1, 2}));
+  CHECK_THAT(vkt::test::error_of([&] { vkt::read_npy(complex); }), Contains("'descr'"));
+  const std::string big =
+      raw_npy("big.npy", "{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }",
+              bytes_of<std::int64_t>({std::int64_t{1} << 40}));
+  CHECK_THAT(vkt::test::error_of([&] { vkt::read_npy(big); }), Contains("does not fit in 32 bits"));
+  const std::string text = "/tmp/vkt_test_text.npy";
+  std::ofstream(text) << "not numpy at all";
+  CHECK_THAT(vkt::test::error_of([&] { vkt::read_npy(text); }), Contains("bad magic string"));
+  for (const std::string& p : {fortran, truncated, complex, big, text}) std::remove(p.c_str());
+}
