@@ -29,6 +29,12 @@
 #include "runtime/graph/ops/shape_ops.h"
 #include "runtime/graph/ops/softmax.h"
 
+// Files: data sets and checkpoints.
+#include "runtime/io/checkpoint.h"
+#include "runtime/io/checkpoint_manager.h"
+#include "runtime/io/csv.h"
+#include "runtime/io/npy.h"
+
 // Optimizers.
 #include "optimizers/adagrad.h"
 #include "optimizers/adam.h"

@@ -1,0 +1,92 @@
+#include "checkpoint_manager.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "../graph/graph.h"
+#include "../vulkan/error.h"
+#include "atomic_file.h"
+#include "checkpoint.h"
+
+namespace vkt {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+CheckpointManager::CheckpointManager(std::string dir, int keep_max)
+    : dir_(std::move(dir)), keep_max_(keep_max) {
+  if (keep_max_ < 1) {
+    throw Error(fmt::format("CheckpointManager: keep_max is {}; it must be at least 1", keep_max_));
+  }
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) {
+    throw Error(
+        fmt::format("CheckpointManager: cannot create directory '{}': {}", dir_, ec.message()));
+  }
+}
+
+std::string CheckpointManager::index_path() const {
+  return (fs::path(dir_) / "checkpoint").string();
+}
+
+std::vector<std::string> CheckpointManager::read_index() const {
+  std::ifstream in(index_path());
+  if (!in) return {};
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    const json j = json::parse(text.str());
+    return j.at("all").get<std::vector<std::string>>();
+  } catch (const json::exception& e) {
+    throw Error(
+        fmt::format("checkpoint index '{}' is corrupt ({}); delete it to start over, or "
+                    "load a checkpoint file of that directory directly",
+                    index_path(), e.what()));
+  }
+}
+
+std::string CheckpointManager::save(Graph& graph) {
+  const std::string name = fmt::format("ckpt-{}.safetensors", graph.global_step());
+  const std::string path = (fs::path(dir_) / name).string();
+  save_checkpoint(graph, path);
+
+  std::vector<std::string> all = read_index();
+  std::erase(all, name);  // saving the same step again makes it the newest
+  all.push_back(name);
+  std::vector<std::string> dropped;
+  while (static_cast<int>(all.size()) > keep_max_) {
+    dropped.push_back(all.front());
+    all.erase(all.begin());
+  }
+  // Names relative to dir_, so a model directory can be moved as a whole.
+  const std::string index = json{{"latest", name}, {"all", all}}.dump(2) + "\n";
+  write_file_atomically(index_path(), index);
+  // Only after the index stops naming them: a crash here leaves stray files, not
+  // an index that points at deleted ones.
+  for (const std::string& old : dropped) {
+    std::error_code ec;
+    fs::remove(fs::path(dir_) / old, ec);
+  }
+  return path;
+}
+
+std::optional<std::string> CheckpointManager::latest() const {
+  const std::vector<std::string> all = read_index();
+  if (all.empty()) return std::nullopt;
+  return (fs::path(dir_) / all.back()).string();
+}
+
+bool CheckpointManager::restore_latest(Graph& graph) {
+  const std::optional<std::string> path = latest();
+  if (!path) return false;
+  load_checkpoint(graph, *path);
+  return true;
+}
+
+}  // namespace vkt

@@ -1,0 +1,44 @@
+#pragma once
+// Numbered checkpoints in a model directory, an index naming the latest, and
+// the oldest deleted beyond a limit:
+//
+//   vkt::CheckpointManager ckpt("model", 5);
+//   if (ckpt.restore_latest(graph)) { /* resumed at graph.global_step() */ }
+//   ...
+//   ckpt.save(graph);  // model/ckpt-<step>.safetensors
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vkt {
+
+class Graph;
+
+class CheckpointManager {
+ public:
+  /// Manages checkpoints in `dir` (created if missing), keeping the newest
+  /// `keep_max` (at least 1; a vkt::Error otherwise).
+  CheckpointManager(std::string dir, int keep_max);
+
+  /// Saves `graph` to dir/ckpt-<global step>.safetensors, then atomically
+  /// rewrites the index file dir/checkpoint, then deletes the oldest
+  /// checkpoints beyond keep_max. Returns the new file's path.
+  std::string save(Graph& graph);
+  /// The path of the newest checkpoint the index names, or nullopt when there
+  /// is no index yet. A corrupt index is a vkt::Error.
+  std::optional<std::string> latest() const;
+  /// Loads latest() into `graph` (see load_checkpoint); false when there is none.
+  bool restore_latest(Graph& graph);
+
+  const std::string& directory() const { return dir_; }
+
+ private:
+  std::string index_path() const;
+  std::vector<std::string> read_index() const;  // file names, oldest first
+
+  std::string dir_;
+  int keep_max_;
+};
+
+}  // namespace vkt

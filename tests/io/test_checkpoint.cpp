@@ -1,0 +1,335 @@
+// Checkpoints: safetensors round trip of variables, slots and the step; every
+// kind of broken file refused before anything changes; the manager's index,
+// retention and tolerance of files left by a crashed save.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <vktower/optimizers/adam.h>
+#include <vktower/runtime/graph/executor.h>
+#include <vktower/runtime/graph/graph.h>
+#include <vktower/runtime/graph/ops/elementwise.h>
+#include <vktower/runtime/graph/ops/reduce.h>
+#include <vktower/runtime/io/atomic_file.h>
+#include <vktower/runtime/io/checkpoint.h>
+#include <vktower/runtime/io/checkpoint_manager.h>
+
+#include "../shared_device.h"
+#include "../test_support.h"
+
+using Catch::Matchers::Contains;
+using vkt::Initializer;
+using vkt::Shape;
+using vkt::Tensor;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A fresh, empty directory per use, removed at scope exit.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static int counter = 0;
+    path = fs::temp_directory_path() /
+           ("vkt-ckpt-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
+
+// A model with two variables and Adam's slots for each; `w_shape` and `extra`
+// make graphs that do not match the checkpoint.
+struct Model {
+  vkt::Graph graph;
+  vkt::Adam adam{0.1f};
+  Tensor train;
+  Model(std::uint64_t seed, Shape w_shape = {3, 4}, bool extra = false)
+      : graph(vkt::test::shared_device(), {.seed = seed}) {
+    const Tensor w = graph.variable("dense/w", w_shape, Initializer::uniform(-1.0f, 1.0f));
+    const Tensor b = graph.variable("dense/b", {4}, Initializer::uniform(-1.0f, 1.0f));
+    Tensor loss = vkt::reduce_sum(vkt::square(w)) + vkt::reduce_sum(vkt::square(b));
+    if (extra) {
+      const Tensor e = graph.variable("dense/extra", {2}, Initializer::ones());
+      loss = loss + vkt::reduce_sum(vkt::square(e));
+    }
+    train = adam.minimize(loss);
+  }
+};
+
+using Snapshot = std::vector<std::vector<std::uint32_t>>;
+
+// Every variable's bits, in creation order.
+Snapshot snapshot(vkt::Graph& g) {
+  Snapshot s;
+  for (const vkt::Variable& v : g.variables()) {
+    std::vector<std::uint32_t> bits;
+    for (float x : g.values(v.tensor)) bits.push_back(std::bit_cast<std::uint32_t>(x));
+    s.push_back(std::move(bits));
+  }
+  return s;
+}
+
+// A model trained for a few Adam steps, so that values and slots are non-trivial.
+std::unique_ptr<Model> trained(int steps) {
+  auto m = std::make_unique<Model>(1);
+  vkt::Executor e(m->graph, {m->train});
+  for (int i = 0; i < steps; ++i) e.run();
+  return m;
+}
+
+std::vector<char> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const std::string& path, const std::vector<char>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Loading `path` into `m` must fail naming the file and `problem`, and change nothing.
+void require_refused(Model& m, const std::string& path, const std::string& problem) {
+  const Snapshot before = snapshot(m.graph);
+  const std::uint64_t step = m.graph.global_step();
+  const std::string message = vkt::test::error_of([&] { vkt::load_checkpoint(m.graph, path); });
+  CHECK_THAT(message, Contains(path));
+  CHECK_THAT(message, Contains(problem));
+  CHECK(snapshot(m.graph) == before);
+  CHECK(m.graph.global_step() == step);
+}
+
+}  // namespace
+
+TEST_CASE("a checkpoint restores every variable, slot and the step bit for bit") {
+  TempDir dir;
+  auto source = trained(3);
+  REQUIRE(source->graph.global_step() == 3);
+  REQUIRE(source->graph.variables().size() > 2);  // Adam's slots are variables too
+  const std::string path = dir / "model.safetensors";
+  vkt::save_checkpoint(source->graph, path);
+
+  Model target(99);  // another seed: every initial value differs
+  REQUIRE(snapshot(target.graph) != snapshot(source->graph));
+  vkt::load_checkpoint(target.graph, path);
+  CHECK(snapshot(target.graph) == snapshot(source->graph));
+  CHECK(target.graph.global_step() == 3);
+
+  // Saving again over the file replaces it and leaves no temporary file behind.
+  vkt::Executor e(source->graph, {source->train});
+  e.run();
+  vkt::save_checkpoint(source->graph, path);
+  vkt::load_checkpoint(target.graph, path);
+  CHECK(snapshot(target.graph) == snapshot(source->graph));
+  CHECK(target.graph.global_step() == 4);
+  CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);
+}
+
+TEST_CASE("a checkpoint is a safetensors file") {
+  TempDir dir;
+  auto m = trained(2);
+  const std::string path = dir / "model.safetensors";
+  vkt::save_checkpoint(m->graph, path);
+  const std::vector<char> file = read_bytes(path);
+
+  REQUIRE(file.size() > 8);
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = n << 8 | static_cast<unsigned char>(file[i]);  // little-endian
+  REQUIRE(8 + n <= file.size());
+  CHECK(n % 8 == 0);  // data section aligned, as the reference writer does
+  const std::string header(file.data() + 8, n);
+  CHECK(header.front() == '{');
+  // dense/w (3x4 floats) comes first in the data section, dense/b right after.
+  const std::string entry = R"("dense/b":{"data_offsets":[48,64],"dtype":"F32","shape":[4]})";
+  CHECK_THAT(header, Contains(entry));
+  CHECK_THAT(header, Contains(R"("format":"vktower")"));
+  CHECK_THAT(header, Contains(R"("global_step":"2")"));
+  CHECK_THAT(header, Contains("crc32"));
+  CHECK_THAT(header, Contains(R"(\"name\":\"dense/w\")"));  // the "variables" listing
+
+  std::vector<float> b(4);
+  std::memcpy(b.data(), file.data() + 8 + n + 48, 16);
+  const Tensor bias = *m->graph.find_variable("dense/b");
+  CHECK(b == m->graph.values(bias));
+  std::uint64_t data_bytes = 0;
+  for (const vkt::Variable& v : m->graph.variables()) data_bytes += 4 * v.tensor.shape().elements();
+  CHECK(file.size() == 8 + n + data_bytes);
+}
+
+TEST_CASE("damaged checkpoint files are refused before anything is loaded") {
+  TempDir dir;
+  auto source = trained(2);
+  const std::string good = dir / "good.safetensors";
+  vkt::save_checkpoint(source->graph, good);
+  const std::vector<char> file = read_bytes(good);
+  std::uint64_t n = 0;
+  std::memcpy(&n, file.data(), 8);
+  Model target(7);
+  const std::string bad = dir / "bad.safetensors";
+
+  SECTION("truncated anywhere") {
+    for (std::size_t size : {std::size_t{0}, std::size_t{5}, std::size_t{8}, std::size_t{20},
+                             static_cast<std::size_t>(8 + n), file.size() - 1}) {
+      INFO("truncated to " << size << " bytes");
+      write_bytes(bad, std::vector<char>(file.begin(), file.begin() + size));
+      require_refused(target, bad, "truncated");
+    }
+  }
+  SECTION("a flipped data byte") {
+    std::vector<char> flipped = file;
+    flipped[8 + n + 5] ^= 0x10;
+    write_bytes(bad, flipped);
+    require_refused(target, bad, "crc32");
+  }
+  SECTION("garbage JSON") {
+    std::vector<char> garbage = file;
+    std::memcpy(garbage.data() + 8, "{\"x\":[!", 7);
+    write_bytes(bad, garbage);
+    require_refused(target, bad, "not valid JSON");
+  }
+  SECTION("a file that is not a checkpoint") {
+    write_bytes(bad, std::vector<char>(100, 'x'));
+    require_refused(target, bad, "header length");
+  }
+  SECTION("a missing file") {
+    require_refused(target, dir / "none.safetensors", "cannot be opened");
+  }
+  // The untouched file still loads into the graph the failures left alone.
+  vkt::load_checkpoint(target.graph, good);
+  CHECK(snapshot(target.graph) == snapshot(source->graph));
+}
+
+TEST_CASE("a checkpoint of another model is refused with what differs") {
+  TempDir dir;
+  auto source = trained(1);
+  const std::string path = dir / "model.safetensors";
+  vkt::save_checkpoint(source->graph, path);
+
+  SECTION("a wrong shape") {
+    Model other(7, {4, 3});
+    require_refused(other, path, "'dense/w' is [3, 4] in the file but [4, 3] in the graph");
+  }
+  SECTION("a variable missing from the file") {
+    Model other(7, {3, 4}, true);
+    require_refused(other, path, "missing from the file: dense/extra");
+  }
+  SECTION("a variable the graph lacks") {
+    auto bigger = std::make_unique<Model>(7, Shape{3, 4}, true);
+    const std::string big_path = dir / "big.safetensors";
+    vkt::save_checkpoint(bigger->graph, big_path);
+    Model other(7);
+    require_refused(other, big_path, "in the file but not the graph: dense/extra");
+  }
+}
+
+TEST_CASE("the checkpoint manager keeps the newest files and names the latest") {
+  TempDir dir;
+  auto m = trained(1);
+  vkt::CheckpointManager manager(dir.path.string(), 2);
+  CHECK_FALSE(manager.latest().has_value());
+  Model fresh(5);
+  CHECK_FALSE(manager.restore_latest(fresh.graph));
+
+  for (std::uint64_t step : {10u, 20u, 30u}) {
+    m->graph.set_global_step(step);
+    CHECK(manager.save(m->graph) == dir / ("ckpt-" + std::to_string(step) + ".safetensors"));
+  }
+  CHECK_FALSE(fs::exists(dir / "ckpt-10.safetensors"));
+  CHECK(fs::exists(dir / "ckpt-20.safetensors"));
+  CHECK(fs::exists(dir / "ckpt-30.safetensors"));
+  CHECK(fs::exists(dir / "checkpoint"));
+  CHECK(manager.latest() == dir / "ckpt-30.safetensors");
+  // Another manager on the same directory (a restarted process) sees the same.
+  vkt::CheckpointManager again(dir.path.string(), 2);
+  CHECK(again.latest() == dir / "ckpt-30.safetensors");
+  REQUIRE(again.restore_latest(fresh.graph));
+  CHECK(fresh.graph.global_step() == 30);
+  CHECK(snapshot(fresh.graph) == snapshot(m->graph));
+
+  CHECK_THAT(vkt::test::error_of([&] { vkt::CheckpointManager(dir.path.string(), 0); }),
+             Contains("keep_max"));
+}
+
+TEST_CASE("files left by a crashed save do not break loading the previous checkpoint") {
+  TempDir dir;
+  auto m = trained(2);
+  vkt::CheckpointManager manager(dir.path.string(), 3);
+  const std::string saved = manager.save(m->graph);
+  const std::vector<char> file = read_bytes(saved);
+  // What a save killed mid-write leaves: half-written temporary files, for the
+  // next checkpoint and for the index, next to the intact previous ones.
+  write_bytes(dir / "ckpt-3.safetensors.tmp.Ab3dEf",
+              std::vector<char>(file.begin(), file.begin() + file.size() / 2));
+  write_bytes(dir / "checkpoint.tmp.Xy9z01", std::vector<char>{'{', '"', 'l'});
+
+  Model fresh(8);
+  REQUIRE(manager.restore_latest(fresh.graph));
+  CHECK(fresh.graph.global_step() == 2);
+  CHECK(snapshot(fresh.graph) == snapshot(m->graph));
+  // And the next save goes through despite the stale files.
+  m->graph.set_global_step(3);
+  CHECK(manager.save(m->graph) == dir / "ckpt-3.safetensors");
+  CHECK(manager.latest() == dir / "ckpt-3.safetensors");
+  vkt::load_checkpoint(fresh.graph, *manager.latest());
+  CHECK(fresh.graph.global_step() == 3);
+}
+
+TEST_CASE("a save killed at a random moment leaves a loadable checkpoint") {
+  TempDir dir;
+  auto m = trained(1);
+  const std::string path = dir / "model.safetensors";
+  vkt::save_checkpoint(m->graph, dir / "step1.safetensors");
+  m->graph.set_global_step(2);
+  vkt::save_checkpoint(m->graph, dir / "step2.safetensors");
+  const std::vector<char> versions[2] = {read_bytes(dir / "step1.safetensors"),
+                                         read_bytes(dir / "step2.safetensors")};
+  vkt::write_file_atomically(path, versions[0]);
+
+  std::mt19937 rng(42);
+  Model target(3);
+  for (int i = 0; i < 20; ++i) {
+    // The child only writes the file (no Vulkan), as the tail of a save does.
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      vkt::write_file_atomically(path, versions[(i + 1) % 2]);
+      ::_exit(0);
+    }
+    ::usleep(std::uniform_int_distribution<useconds_t>(0, 3000)(rng));
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    INFO("kill " << i);
+    vkt::load_checkpoint(target.graph, path);  // throws if the file is torn
+    CHECK((target.graph.global_step() == 1 || target.graph.global_step() == 2));
+  }
+}
+
+TEST_CASE("resume is exact: 20 steps equal 10, save, restart from the file, 10 more") {
+  const std::unique_ptr<Model> straight = trained(20);
+  TempDir dir;
+  {
+    const std::unique_ptr<Model> first_half = trained(10);
+    vkt::save_checkpoint(first_half->graph, dir / "half.safetensors");
+  }
+  Model resumed(99);  // another seed: every value must come from the file
+  vkt::load_checkpoint(resumed.graph, dir / "half.safetensors");
+  CHECK(resumed.graph.global_step() == 10);
+  vkt::Executor e(resumed.graph, {resumed.train});
+  for (int i = 0; i < 10; ++i) e.run();
+  CHECK(resumed.graph.global_step() == 20);
+  CHECK(snapshot(resumed.graph) == snapshot(straight->graph));
+}
