@@ -33,6 +33,8 @@
 #include "runtime/io/checkpoint.h"
 #include "runtime/io/checkpoint_manager.h"
 #include "runtime/io/csv.h"
+#include "runtime/io/dataset.h"
+#include "runtime/io/host_tensor.h"
 #include "runtime/io/npy.h"
 
 // Optimizers.

@@ -11,7 +11,7 @@
 
 #include "../runtime/graph/graph.h"
 #include "../runtime/graph/tensor.h"
-#include "host_tensor.h"
+#include "../runtime/io/host_tensor.h"
 #include "metrics.h"
 
 namespace vkt {

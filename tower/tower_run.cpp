@@ -13,6 +13,7 @@
 #include "../runtime/vulkan/instance.h"
 #include "device_list.h"
 #include "optimizer_calls.h"
+#include "sharding.h"
 
 namespace vkt {
 

@@ -1,13 +1,13 @@
 #pragma once
-// A batch on the host: named tensors of f32 or i32 values, and its split into
-// one shard per tower.
+// Values on the host: a tensor of f32 or i32 values with its shape, and a
+// batch of named ones (what data sets produce and models are fed).
 
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "../runtime/graph/shape.h"
+#include "../graph/shape.h"
 
 namespace vkt {
 
@@ -24,10 +24,5 @@ struct HostTensor {
 
 /// Named host tensors: the features or the labels of a batch.
 using HostBatch = std::map<std::string, HostTensor>;
-
-/// Splits every entry along dimension 0 into `towers` equal shards, in order.
-/// A batch that does not divide is a vkt::Error naming the batch size, the entry
-/// and the tower count.
-std::vector<HostBatch> shard(const HostBatch& batch, int towers);
 
 }  // namespace vkt

@@ -1,0 +1,100 @@
+// Data sets: seeded shuffles and splits, standardisation, and batches made on
+// a background thread.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <vktower/runtime/io/dataset.h>
+
+#include "../test_support.h"
+
+using Catch::Matchers::Contains;
+
+namespace {
+
+vkt::Dataset iris() {
+  return vkt::Dataset::from_csv(
+      vkt::read_csv(std::string(VKT_SAMPLES_DATA_DIR) + "/iris.csv", {.skip_lines = 1}), true);
+}
+
+}  // namespace
+
+TEST_CASE("data sets shuffle and split by seed, keeping every example once") {
+  const vkt::Dataset all = iris();
+  REQUIRE(all.size() == 150);
+  CHECK(all.columns().at("x").shape == vkt::Shape{150, 4});
+  CHECK(all.columns().at("y").dtype == vkt::DType::I32);
+
+  const vkt::Dataset a = all.shuffled(7), b = all.shuffled(7), c = all.shuffled(8);
+  CHECK(a.columns().at("x").f32 == b.columns().at("x").f32);
+  CHECK(a.columns().at("x").f32 != c.columns().at("x").f32);
+  CHECK(a.columns().at("x").f32 != all.columns().at("x").f32);
+  // Rows move whole: each label stays with its features (setosa: petal length < 2.5).
+  const auto& x = a.columns().at("x").f32;
+  const auto& y = a.columns().at("y").i32;
+  for (std::size_t i = 0; i < y.size(); ++i) CHECK((x[i * 4 + 2] < 2.5f) == (y[i] == 0));
+
+  const auto [train, test] = all.split(0.2, 42);
+  CHECK(train.size() == 120);
+  CHECK(test.size() == 30);
+  const auto sum = [](const vkt::Dataset& d) {
+    const auto& v = d.columns().at("x").f32;
+    return std::accumulate(v.begin(), v.end(), 0.0);
+  };
+  CHECK(sum(train) + sum(test) == Approx(sum(all)).epsilon(1e-12));
+  CHECK(all.split(0.2, 42).second.columns().at("y").i32 == test.columns().at("y").i32);
+  CHECK_THAT(vkt::test::error_of([&] { all.split(1.0, 1); }), Contains("between 0 and 1"));
+}
+
+TEST_CASE("a standardizer fitted on the training split maps both splits") {
+  const auto [train, test] = iris().split(0.3, 3);
+  const vkt::Standardizer s = vkt::Standardizer::fit(train, "x");
+  const vkt::Dataset train_std = train.map("x", s);
+  const vkt::Dataset test_std = test.map("x", s);
+  const auto& v = train_std.columns().at("x").f32;
+  for (std::size_t j = 0; j < 4; ++j) {
+    double mean = 0, sq = 0;
+    for (std::size_t i = j; i < v.size(); i += 4) mean += v[i];
+    mean /= static_cast<double>(train.size());
+    for (std::size_t i = j; i < v.size(); i += 4) sq += (v[i] - mean) * (v[i] - mean);
+    CHECK(mean == Approx(0.0).margin(1e-5));
+    CHECK(std::sqrt(sq / static_cast<double>(train.size())) == Approx(1.0).epsilon(1e-4));
+  }
+  // The test split uses the training statistics, not its own.
+  const float raw = test.columns().at("x").f32[1];
+  CHECK(test_std.columns().at("x").f32[1] == (raw - s.mean[1]) / s.stddev[1]);
+}
+
+TEST_CASE("a batch stream makes full and short batches over epochs, in order or reshuffled") {
+  const vkt::Dataset all = iris();
+  const auto count = [](vkt::BatchStream& s) {
+    std::vector<std::int64_t> sizes;
+    while (auto b = s.next()) sizes.push_back(b->at("x").shape[0]);
+    return sizes;
+  };
+  vkt::BatchStream keep(all, 32, false);
+  CHECK(count(keep) == std::vector<std::int64_t>{32, 32, 32, 32, 22});  // the short one kept
+  vkt::BatchStream drop(all, 32, true, 2);
+  CHECK(count(drop) == std::vector<std::int64_t>(8, 32));
+
+  // In order, the batches are the data set; reshuffled, each epoch differs.
+  vkt::BatchStream ordered(all, 40, false);
+  std::vector<float> seen;
+  while (auto b = ordered.next())
+    seen.insert(seen.end(), b->at("x").f32.begin(), b->at("x").f32.end());
+  CHECK(seen == all.columns().at("x").f32);
+  vkt::BatchStream shuffled(all, 150, false, 2, 5);
+  const auto first = shuffled.next(), second = shuffled.next();
+  REQUIRE(first);
+  REQUIRE(second);
+  CHECK(first->at("y").i32 != second->at("y").i32);
+  CHECK(first->at("x").f32 == all.shuffled(5).columns().at("x").f32);
+  CHECK_FALSE(shuffled.next());
+
+  vkt::BatchStream abandoned(all, 10, true, 100);  // destroyed mid-way: the thread stops
+  CHECK(abandoned.next());
+  CHECK_THAT(vkt::test::error_of([&] { vkt::BatchStream bad(all, 0, true); }),
+             Contains("must be at least 1"));
+}
