@@ -9,6 +9,7 @@
 
 #include "../optimizers/replication.h"
 #include "../runtime/graph/ops/elementwise.h"
+#include "../runtime/io/checkpoint.h"
 #include "../runtime/vulkan/error.h"
 #include "../runtime/vulkan/instance.h"
 #include "device_list.h"
@@ -479,6 +480,32 @@ std::vector<float> TowerRun::variable(const std::string& name) {
   const std::optional<Tensor> var = g.find_variable(name);
   if (!var) throw Error(fmt::format("the model has no variable named '{}'", name));
   return g.values(*var);
+}
+
+void TowerRun::save(const std::string& path) {
+  if (!shares_.empty()) {
+    throw Error(
+        "checkpoints of the RoundRobin variable mode are not supported yet: its variables "
+        "are spread over the devices; use SharedLocalParameterServer or Mirrored");
+  }
+  save_checkpoint(variables_graph(), path);
+}
+
+void TowerRun::restore(const std::string& path) {
+  if (!shares_.empty()) {
+    throw Error("checkpoints of the RoundRobin variable mode are not supported yet");
+  }
+  if (master_) {
+    load_checkpoint(*master_, path);
+    for (Tower& t : towers_) {
+      t.weights_back->run();
+      t.graph->set_global_step(master_->global_step());
+    }
+    return;
+  }
+  // One tower, or Mirrored: every tower holds the whole state. Tower 0 first,
+  // so a mismatch is reported before any tower changed.
+  for (Tower& t : towers_) load_checkpoint(*t.graph, path);
 }
 
 std::uint64_t TowerRun::global_step() const {

@@ -45,6 +45,12 @@ class TowerRun {
   float loss();
   /// A variable's value (the master copy with several towers).
   std::vector<float> variable(const std::string& name);
+  /// Saves every variable, slot and the global step as a safetensors checkpoint
+  /// (the masters; with Mirrored, tower 0's replica, which every tower equals).
+  void save(const std::string& path);
+  /// Loads a checkpoint made by save() for the same model and sends the values
+  /// to every tower. vkt::Error (with nothing loaded) when it does not match.
+  void restore(const std::string& path);
   std::uint64_t global_step() const;
 
   /// Where the last step's time went, in milliseconds of host wall clock.
