@@ -6,9 +6,15 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace vkt {
+class Optimizer;
+}
 
 namespace vkt::test {
 
@@ -132,5 +138,13 @@ inline void lazy_sparse_step(const RefOptimizer& opt, RefState& s, std::size_t w
       std::copy(one.slot[name].begin(), one.slot[name].end(), slot.begin() + at);
   }
 }
+
+/// An optimizer under test: how to make it and its reference formula.
+struct OptimizerCase {
+  std::string label;
+  std::function<std::unique_ptr<Optimizer>()> make;
+  RefOptimizer ref;
+  double initial_slot = 0.0;  // of Adagrad's "sum" and FTRL's "accumulator"
+};
 
 }  // namespace vkt::test

@@ -32,12 +32,7 @@ using vkt::test::RefState;
 
 namespace {
 
-struct Case {
-  std::string label;
-  std::function<std::unique_ptr<vkt::Optimizer>()> make;
-  RefOptimizer ref;
-  double initial_slot = 0.0;
-};
+using Case = vkt::test::OptimizerCase;
 
 std::vector<Case> cases() {
   const float lr = 0.01f;

@@ -32,12 +32,7 @@ using vkt::test::RefState;
 
 namespace {
 
-struct Case {
-  std::string label;
-  std::function<std::unique_ptr<vkt::Optimizer>()> make;
-  RefOptimizer ref;
-  double initial_slot = 0.0;  // of "sum" and "accumulator"
-};
+using Case = vkt::test::OptimizerCase;
 
 /// One embedding table of the test: its shape, and the ids of each step (with
 /// duplicates, out-of-range ids, a row named once then never again, and rows
