@@ -294,14 +294,18 @@ void Executor::feed(const std::string& name, std::span<const std::int32_t> value
 }
 
 Ticket Executor::run() {
-  for (const auto& [id, place] : places_) {
-    const TensorInfo& info = graph_->info(Tensor(graph_, id));
-    if (info.kind == TensorKind::Input && !fed_.count(info.name)) {
-      throw Error(
-          fmt::format("run: input '{}' ({}) was never fed; call feed(\"{}\", values) "
-                      "before run()",
-                      info.name, info.shape.str(), info.name));
+  // Once every input was fed it stays fed: the per-step path skips the check.
+  if (!all_fed_) {
+    for (const auto& [id, place] : places_) {
+      const TensorInfo& info = graph_->info(Tensor(graph_, id));
+      if (info.kind == TensorKind::Input && !fed_.count(info.name)) {
+        throw Error(
+            fmt::format("run: input '{}' ({}) was never fed; call feed(\"{}\", values) "
+                        "before run()",
+                        info.name, info.shape.str(), info.name));
+      }
     }
+    all_fed_ = true;
   }
   last_.wait();
   const std::uint32_t params[4] = {step_, static_cast<std::uint32_t>(graph_->options().seed), 0, 0};

@@ -84,6 +84,7 @@ class Executor {
   std::vector<Tensor> fetches_;
   std::map<int, Place> places_;  // tensor id -> place
   std::map<std::string, int> fed_;
+  bool all_fed_ = false;
   Buffer gradient_arena_;
   Buffer feed_arena_;
   Buffer feed_staging_;  // when the feed arena is not mapped
