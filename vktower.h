@@ -45,3 +45,12 @@
 #include "optimizers/schedule.h"
 #include "optimizers/sgd.h"
 #include "optimizers/tower_optimizer.h"
+
+// Towers and the Estimator.
+#include "tower/device_list.h"
+#include "tower/estimator.h"
+#include "tower/hooks.h"
+#include "tower/input_fn.h"
+#include "tower/metrics.h"
+#include "tower/replicate.h"
+#include "tower/tower_run.h"

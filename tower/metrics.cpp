@@ -27,9 +27,28 @@ void check_same(const Tensor& labels, const Tensor& predictions, const char* met
   }
 }
 
-/// The number of elements of `t`, as a tensor (summed like the other counts).
-Tensor count_of(const Tensor& t) {
-  return t.graph().scalar(static_cast<float>(t.shape().elements()));
+/// Per example (dimension 0) of `x`: the sum of its elements, [B]. A scalar
+/// `x` has no examples and is returned as is.
+Tensor per_example_sum(const Tensor& x) {
+  if (x.shape().rank() == 0) return x;
+  const std::int64_t rows = x.shape()[0];
+  return reduce_sum(reshape(x, {rows, x.shape().elements() / rows}), 1);
+}
+
+/// Per example of `x`: the number of its elements, [B] (a scalar for a scalar `x`).
+Tensor per_example_count(const Tensor& x) {
+  if (x.shape().rank() == 0) return x.graph().scalar(1.0f);
+  const std::int64_t rows = x.shape()[0];
+  const std::vector<float> counts(static_cast<std::size_t>(rows),
+                                  static_cast<float>(x.shape().elements() / rows));
+  return x.graph().constant({rows}, counts);
+}
+
+/// A metric of two per-example sums (or two totals for scalar inputs) and their ratio.
+Metric ratio_metric(const Tensor& numerator, const Tensor& denominator, const Tensor& like) {
+  return {{numerator, denominator},
+          [](const std::vector<std::vector<double>>& s) { return ratio(s[0][0], s[1][0]); },
+          like.shape().rank() > 0};
 }
 
 /// 1 where predictions >= threshold, else 0.
@@ -41,8 +60,7 @@ Tensor predicted_positive(const Tensor& predictions, float threshold) {
 
 Metric mean(const Tensor& values) {
   if (values.dtype() != DType::F32) throw Error("metrics::mean: the values must be f32");
-  return {{reduce_sum(values), count_of(values)},
-          [](const std::vector<std::vector<double>>& s) { return ratio(s[0][0], s[1][0]); }};
+  return ratio_metric(per_example_sum(values), per_example_count(values), values);
 }
 
 Metric accuracy(const Tensor& labels, const Tensor& logits) {
@@ -56,30 +74,28 @@ Metric accuracy(const Tensor& labels, const Tensor& logits) {
   const std::int64_t classes = logits.shape()[1];
   // Rows where the one-hot label and the one-hot prediction meet.
   const Tensor correct =
-      reduce_sum(one_hot(labels, classes) * one_hot(argmax(logits, -1), classes));
-  return {{correct, count_of(labels)},
-          [](const std::vector<std::vector<double>>& s) { return ratio(s[0][0], s[1][0]); }};
+      per_example_sum(one_hot(labels, classes) * one_hot(argmax(logits, -1), classes));
+  return ratio_metric(correct, per_example_count(labels), labels);
 }
 
 Metric mean_squared_error(const Tensor& labels, const Tensor& predictions) {
   check_same(labels, predictions, "mean_squared_error");
-  return {{reduce_sum(square(labels - predictions)), count_of(labels)},
-          [](const std::vector<std::vector<double>>& s) { return ratio(s[0][0], s[1][0]); }};
+  return ratio_metric(per_example_sum(square(labels - predictions)), per_example_count(labels),
+                      labels);
 }
 
 Metric precision(const Tensor& labels, const Tensor& predictions, float threshold) {
   check_same(labels, predictions, "precision");
   const Tensor positive = predicted_positive(predictions, threshold);
-  const Tensor tp = reduce_sum(positive * labels);
-  return {{tp, reduce_sum(positive)},  // true positives, predicted positives
-          [](const std::vector<std::vector<double>>& s) { return ratio(s[0][0], s[1][0]); }};
+  // True positives over predicted positives.
+  return ratio_metric(per_example_sum(positive * labels), per_example_sum(positive), labels);
 }
 
 Metric recall(const Tensor& labels, const Tensor& predictions, float threshold) {
   check_same(labels, predictions, "recall");
-  const Tensor tp = reduce_sum(predicted_positive(predictions, threshold) * labels);
-  return {{tp, reduce_sum(labels)},  // true positives, actual positives
-          [](const std::vector<std::vector<double>>& s) { return ratio(s[0][0], s[1][0]); }};
+  // True positives over actual positives.
+  return ratio_metric(per_example_sum(predicted_positive(predictions, threshold) * labels),
+                      per_example_sum(labels), labels);
 }
 
 Metric auc(const Tensor& labels, const Tensor& predictions, int thresholds) {
@@ -93,15 +109,24 @@ Metric auc(const Tensor& labels, const Tensor& predictions, int thresholds) {
   for (int i = 1; i + 1 < thresholds; ++i) {
     t[static_cast<std::size_t>(i)] = static_cast<float>(i) / static_cast<float>(thresholds - 1);
   }
+  // Per example (rows; one row for scalar inputs) and threshold: [rows, per_row, thresholds]
+  // summed over the example's elements, so padding examples can be left out.
+  const bool per_example = labels.shape().rank() > 0;
   const std::int64_t n = labels.shape().elements();
+  const std::int64_t rows = per_example ? labels.shape()[0] : 1;
   const Tensor p = reshape(predictions, {n, 1});
   const Tensor y = reshape(labels, {n, 1});
   const Tensor above = greater(p, g.constant({1, thresholds}, t));  // [n, thresholds]
-  const Tensor tp = reduce_sum(above * y, 0);
-  const Tensor fp = reduce_sum(above * (g.scalar(1.0f) - y), 0);
-  const Tensor positives = reduce_sum(y);
-  const Tensor negatives = count_of(labels) - positives;
-  return {{tp, fp, positives, negatives}, [thresholds](const std::vector<std::vector<double>>& s) {
+  const auto per_row = [&](const Tensor& x) {
+    return reduce_sum(reshape(x, {rows, n / rows, thresholds}), 1);
+  };
+  const Tensor tp = per_row(above * y);
+  const Tensor fp = per_row(above * (g.scalar(1.0f) - y));
+  const Tensor yr = reshape(labels, {rows, n / rows});
+  const Tensor positives = reduce_sum(yr, 1);
+  const Tensor negatives = reduce_sum(g.scalar(1.0f) - yr, 1);
+  return {{tp, fp, positives, negatives},
+          [thresholds](const std::vector<std::vector<double>>& s) {
             double area = 0;
             for (int i = 0; i + 1 < thresholds; ++i) {
               const double tpr0 = ratio(s[0][i], s[2][0]), tpr1 = ratio(s[0][i + 1], s[2][0]);
@@ -109,7 +134,8 @@ Metric auc(const Tensor& labels, const Tensor& predictions, int thresholds) {
               area += (fpr0 - fpr1) * (tpr0 + tpr1) / 2;
             }
             return area;
-          }};
+          },
+          per_example};
 }
 
 }  // namespace vkt::metrics

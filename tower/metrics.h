@@ -12,10 +12,17 @@ namespace vkt {
 
 /// A metric: tensors whose values are summed over towers and batches (counts,
 /// totals, confusion counts), and the function that reads the metric from
-/// those sums.
+/// those sums (one vector per accumulator).
+///
+/// With `per_example`, every accumulator is [B, ...]: one row of contributions
+/// per example of the tower's batch, and the sums take only the rows of real
+/// examples, so padding (the Estimator pads a short last batch) counts for
+/// nothing. Every metric below is per-example when its inputs have a batch
+/// dimension.
 struct Metric {
   std::vector<Tensor> accumulators;
   std::function<double(const std::vector<std::vector<double>>& sums)> value;
+  bool per_example = false;
 };
 
 namespace metrics {

@@ -23,6 +23,15 @@ Graph& ModelContext::graph() const {
   return *graph_;
 }
 
+const Tensor& ModelContext::example_weights() const {
+  if (!example_weights_.valid()) {
+    throw Error(
+        "example_weights() is given to a tower's model context (replicate_model_fn makes "
+        "them); this context has none");
+  }
+  return example_weights_;
+}
+
 Instance& ModelContext::instance() const {
   if (instance_ == nullptr) throw Error("a tower model context has no instance of its own");
   return *instance_;

@@ -38,12 +38,15 @@ struct ExportOutput {
 };
 
 /// Called by whoever runs the training loop (the Estimator): before the first
-/// step, after each step, and at the end.
+/// step, after each step (with the new global step and the step's loss), and
+/// at the end. A hook that wants training to end says so in should_stop();
+/// one that finds it must not go on throws (vkt::Error).
 class TrainingHook {
  public:
   virtual ~TrainingHook() = default;
   virtual void begin() {}
   virtual void after_step(std::uint64_t /*global_step*/, float /*loss*/) {}
+  virtual bool should_stop() const { return false; }
   virtual void end() {}
 };
 
@@ -85,6 +88,13 @@ class ModelContext {
   Graph& graph() const;
   int tower() const { return tower_; }
   int towers() const { return towers_; }
+  /// f32 [tower batch]: 1 for a real example, 0 for padding. In Mode::Eval the
+  /// Estimator pads a short last batch; pass these as a loss's weights (with a
+  /// mean-like reduction) so the eval loss is the mean over real examples only.
+  /// All ones in the other modes. vkt::Error on a root context.
+  const Tensor& example_weights() const;
+  /// Set by replicate_model_fn for each tower.
+  void set_example_weights(Tensor weights) { example_weights_ = weights; }
 
   Instance& instance() const;
   const std::map<std::string, InputSpec>& feature_specs() const { return features_; }
@@ -96,6 +106,7 @@ class ModelContext {
   Graph* graph_ = nullptr;
   int tower_ = 0;
   int towers_ = 1;
+  Tensor example_weights_{};
   std::map<std::string, InputSpec> features_;
   std::map<std::string, InputSpec> labels_;
   GraphOptions graph_options_;

@@ -20,6 +20,9 @@ namespace vkt {
 
 namespace {
 
+// The hidden input behind ModelContext::example_weights() in Mode::Eval.
+constexpr const char* kExampleWeights = "__example_weights";
+
 std::string input_name(const std::string& key, const char* kind) {
   return key.empty() ? kind : key;
 }
@@ -105,6 +108,12 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
       (is_feature ? features : labels)[key] = in;
     }
     ModelContext ctx(*t.graph, i, n);
+    if (!inputs.empty()) {
+      tower_batch_ = inputs.begin()->second.first.shape[0] / n;
+      const std::vector<float> ones(static_cast<std::size_t>(tower_batch_), 1.0f);
+      ctx.set_example_weights(mode == Mode::Eval ? t.graph->input(kExampleWeights, {tower_batch_})
+                                                 : t.graph->constant({tower_batch_}, ones));
+    }
     const Params tower_params = params;  // each tower its own copy
     t.spec = model_fn(ctx, features, labels, mode, tower_params);
     if (mode != Mode::Predict && (!t.spec.loss.valid() || &t.spec.loss.graph() != t.graph.get())) {
@@ -126,6 +135,14 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
         t.scaled_loss = scale != 1.0f ? t.spec.loss * scale : t.spec.loss;
         fetches.push_back(t.scaled_loss);
         for (const auto& [name, metric] : t.spec.eval_metric_ops) {
+          for (const Tensor& a : metric.accumulators) {
+            if (metric.per_example && (a.shape().rank() == 0 || a.shape()[0] != tower_batch_)) {
+              throw Error(fmt::format(
+                  "metric '{}' is per-example, but its accumulator '{}' has shape {}, not "
+                  "[{}, ...] (the tower's batch first)",
+                  name, a.name(), a.shape().str(), tower_batch_));
+            }
+          }
           t.accumulators.insert(t.accumulators.end(), metric.accumulators.begin(),
                                 metric.accumulators.end());
           if (i == 0) {
@@ -155,6 +172,7 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
       }
       t.executor =
           std::make_unique<Executor>(*t.graph, fetches, ExecutorOptions{.training = false});
+      t.takes_example_weights = t.executor->takes_input(kExampleWeights);
     }
     return;
   }
@@ -344,16 +362,24 @@ TowerRun::~TowerRun() {
   for (Tower& t : towers_) t.executor.reset();
 }
 
-std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBatch& labels) {
+std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBatch& labels,
+                                         std::optional<std::int64_t> real_examples) {
   const int n = towers();
   HostBatch all;
   for (const auto& [key, value] : features) all[input_name(key, "features")] = value;
   for (const auto& [key, value] : labels) all[input_name(key, "labels")] = value;
+  if (mode_ == Mode::Eval) {  // sharded with the batch: each tower its rows' weights
+    const std::int64_t rows = tower_batch_ * n;
+    std::vector<float> weights(static_cast<std::size_t>(rows), 1.0f);
+    for (std::int64_t r = real_examples.value_or(rows); r < rows; ++r) weights[r] = 0.0f;
+    all[kExampleWeights] = HostTensor::floats({rows}, weights);
+  }
   const std::vector<HostBatch> shards = shard(all, n);
   // Each tower feeds, runs and waits on a thread of its own (tower 0 on this one).
   const auto run_tower = [&](int i) {
     Tower& t = towers_[i];
     for (const auto& [name, value] : shards[i]) {
+      if (name == kExampleWeights && !t.takes_example_weights) continue;
       if (!t.graph->find_input(name)) {
         throw Error(
             fmt::format("the batch has an entry '{}' that the model has no input for", name));
@@ -445,8 +471,10 @@ void TowerRun::restore(const std::string& path) {
   if (!shares_.empty()) {
     throw Error("checkpoints of the RoundRobin variable mode are not supported yet");
   }
+  const CheckpointMatch match =
+      mode_ == Mode::Train ? CheckpointMatch::Exact : CheckpointMatch::GraphSubset;
   if (master_) {
-    load_checkpoint(*master_, path);
+    load_checkpoint(*master_, path, match);
     for (Tower& t : towers_) {
       t.weights_back->run();
       t.graph->set_global_step(master_->global_step());
@@ -455,7 +483,7 @@ void TowerRun::restore(const std::string& path) {
   }
   // One tower, or Mirrored: every tower holds the whole state. Tower 0 first,
   // so a mismatch is reported before any tower changed.
-  for (Tower& t : towers_) load_checkpoint(*t.graph, path);
+  for (Tower& t : towers_) load_checkpoint(*t.graph, path, match);
 }
 
 std::uint64_t TowerRun::global_step() const {

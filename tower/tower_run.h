@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,11 +33,20 @@ class TowerRun {
   /// gradients, apply, copy the weights back.
   void train_step(const HostBatch& features, const HostBatch& labels);
   /// Evaluation (Mode::Eval): adds one global batch to the loss and to every
-  /// metric's accumulators, summed over the towers.
-  void evaluate_step(const HostBatch& features, const HostBatch& labels);
-  /// "loss" (the mean over the evaluated batches of the summed scaled tower
-  /// losses) and every metric, read from the accumulated sums.
+  /// metric's accumulators, summed over the towers. Only the first
+  /// `real_examples` rows (default: all) are examples; the rest is padding:
+  /// ModelContext::example_weights() is 0 there, per-example metrics leave those
+  /// rows out, and a tower with no real rows adds nothing.
+  void evaluate_step(const HostBatch& features, const HostBatch& labels,
+                     std::optional<std::int64_t> real_examples = std::nullopt);
+  /// "loss" and every metric, read from the accumulated sums. The loss is the
+  /// summed scaled tower losses, averaged over batches with each tower's loss
+  /// weighted by its real examples (so with full batches, the plain mean over
+  /// batches; with a Mean reduction and example_weights() as the loss weights,
+  /// the mean over every real example).
   std::map<std::string, double> metrics() const;
+  /// Starts a new evaluation: the sums back to zero.
+  void reset_metrics();
   /// Prediction (Mode::Predict): every prediction of the global batch, and
   /// every export output as "<export name>/<output name>", the towers' rows
   /// concatenated in tower order (so in input order).
@@ -50,6 +60,8 @@ class TowerRun {
   void save(const std::string& path);
   /// Loads a checkpoint made by save() for the same model and sends the values
   /// to every tower. vkt::Error (with nothing loaded) when it does not match.
+  /// An Eval or Predict model takes the variables it has and ignores the
+  /// rest (optimizer slots).
   void restore(const std::string& path);
   std::uint64_t global_step() const;
 
@@ -77,6 +89,7 @@ class TowerRun {
     Tensor scaled_loss;
     std::vector<Tensor> gradients;     // every recorded call's, in call order
     std::vector<Tensor> accumulators;  // Eval: every metric's, in metric order
+    bool takes_example_weights = false;
     std::unique_ptr<Executor> executor;
     std::unique_ptr<CrossDeviceCopy> weights_back;
     // Mirrored: the tower's own update program and the copy of the summed
@@ -96,7 +109,8 @@ class TowerRun {
   void step_round_robin(const std::vector<Ticket>& done);
   /// Feeds each tower its shard and runs it, on a thread per tower; returns
   /// when every tower is done.
-  std::vector<Ticket> run_towers(const HostBatch& features, const HostBatch& labels);
+  std::vector<Ticket> run_towers(const HostBatch& features, const HostBatch& labels,
+                                 std::optional<std::int64_t> real_examples = std::nullopt);
   /// A new Instance whose device `index` is the root instance's device `index`.
   static std::unique_ptr<Instance> own_instance(const Instance& root, std::uint32_t index);
   Graph& variables_graph() const;
@@ -123,8 +137,9 @@ class TowerRun {
   Mode mode_ = Mode::Train;
   // Eval: per metric, per accumulator, the sums so far; and the loss.
   std::map<std::string, std::vector<std::vector<double>>> sums_;
-  double loss_sum_ = 0;
-  std::uint64_t batches_ = 0;
+  double loss_sum_ = 0;      // sum of scaled tower loss * the tower's real examples
+  double examples_sum_ = 0;  // real examples / towers, summed
+  std::int64_t tower_batch_ = 0;
 };
 
 }  // namespace vkt

@@ -2,32 +2,59 @@
 // the host adds up metric accumulators or concatenates predictions in tower order.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "../runtime/vulkan/error.h"
 #include "tower_run.h"
 
 namespace vkt {
 
-void TowerRun::evaluate_step(const HostBatch& features, const HostBatch& labels) {
+void TowerRun::evaluate_step(const HostBatch& features, const HostBatch& labels,
+                             std::optional<std::int64_t> real_examples) {
   if (mode_ != Mode::Eval) throw Error("evaluate_step: this model was built for another mode");
-  run_towers(features, labels);
-  for (Tower& t : towers_) {  // tower order: the sums come out the same every run
-    loss_sum_ += t.executor->read(t.scaled_loss)[0];
+  const std::int64_t rows = tower_batch_ * towers();
+  if (real_examples && (*real_examples < 1 || *real_examples > rows)) {
+    throw Error(fmt::format("evaluate_step: {} real examples in a batch of {}; give 1 to {}",
+                            *real_examples, rows, rows));
+  }
+  run_towers(features, labels, real_examples);
+  const std::int64_t real = real_examples.value_or(rows);
+  for (int i = 0; i < towers(); ++i) {  // tower order: the sums come out the same every run
+    Tower& t = towers_[i];
+    const std::int64_t tower_real =
+        std::clamp<std::int64_t>(real - i * tower_batch_, 0, tower_batch_);
+    if (tower_real == 0) continue;  // padding only
+    loss_sum_ += static_cast<double>(t.executor->read(t.scaled_loss)[0]) * tower_real;
+    examples_sum_ += static_cast<double>(tower_real) / towers();
     std::size_t next = 0;
     for (const auto& [name, metric] : t.spec.eval_metric_ops) {
       std::vector<std::vector<double>>& sums = sums_.at(name);
       for (std::size_t a = 0; a < metric.accumulators.size(); ++a) {
-        const std::vector<float> values = t.executor->read(t.accumulators[next++]);
-        sums[a].resize(values.size(), 0.0);
-        for (std::size_t j = 0; j < values.size(); ++j) sums[a][j] += values[j];
+        const Tensor& accumulator = t.accumulators[next++];
+        const std::vector<float> values = t.executor->read(accumulator);
+        // Per example: only the real rows; otherwise the whole tensor.
+        const std::size_t width = metric.per_example
+                                      ? values.size() / static_cast<std::size_t>(tower_batch_)
+                                      : values.size();
+        const std::size_t used = metric.per_example ? width * tower_real : values.size();
+        sums[a].resize(width, 0.0);
+        for (std::size_t j = 0; j < used; ++j) sums[a][j % width] += values[j];
       }
     }
   }
-  ++batches_;
+}
+
+void TowerRun::reset_metrics() {
+  for (auto& [name, sums] : sums_) {
+    for (std::vector<double>& s : sums) s.clear();
+  }
+  loss_sum_ = 0;
+  examples_sum_ = 0;
 }
 
 std::map<std::string, double> TowerRun::metrics() const {
   std::map<std::string, double> out;
-  out["loss"] = batches_ == 0 ? 0.0 : loss_sum_ / static_cast<double>(batches_);
+  out["loss"] = examples_sum_ == 0 ? 0.0 : loss_sum_ / examples_sum_;
   for (const auto& [name, metric] : towers_.front().spec.eval_metric_ops) {
     out[name] = metric.value(sums_.at(name));
   }

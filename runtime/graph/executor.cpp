@@ -286,6 +286,11 @@ void Executor::feed_bytes(const std::string& name, std::span<const std::byte> by
   fed_[name] = 1;
 }
 
+bool Executor::takes_input(const std::string& name) const {
+  const std::optional<Tensor> input = graph_->find_input(name);
+  return input && places_.count(input->id()) > 0;
+}
+
 void Executor::feed(const std::string& name, std::span<const float> values) {
   feed_bytes(name, std::as_bytes(values), DType::F32);
 }

@@ -39,6 +39,8 @@ class Executor {
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
+  /// True when the fetches depend on input `name` (so it must be fed).
+  bool takes_input(const std::string& name) const;
   /// Copies host values into input `name` for the next runs. Waits for the last
   /// run first (it may still read the old values). Size and type must match.
   void feed(const std::string& name, std::span<const float> values);

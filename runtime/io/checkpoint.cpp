@@ -141,7 +141,7 @@ std::uint64_t parse_u64(const std::string& path, const char* key, const std::str
 
 // Names missing from the file, extra in it, or with another shape, listed.
 void check_matches_graph(const std::string& path, const Graph& graph,
-                         const std::map<std::string, Entry>& entries) {
+                         const std::map<std::string, Entry>& entries, CheckpointMatch match) {
   std::vector<std::string> missing, extra, reshaped;
   for (const Variable& v : graph.variables()) {
     const auto it = entries.find(v.tensor.name());
@@ -153,7 +153,7 @@ void check_matches_graph(const std::string& path, const Graph& graph,
     }
   }
   for (const auto& [name, e] : entries) {
-    if (!graph.find_variable(name)) extra.push_back(name);
+    if (match == CheckpointMatch::Exact && !graph.find_variable(name)) extra.push_back(name);
   }
   if (missing.empty() && extra.empty() && reshaped.empty()) return;
   std::string problem = "its variables do not match the graph's:";
@@ -201,8 +201,10 @@ void save_checkpoint(Graph& graph, const std::string& path) {
   write_file_atomically(path, file);
 }
 
-void load_checkpoint(Graph& graph, const std::string& path) {
-  const std::vector<char> file = read_file(path);
+namespace {
+
+/// The file's JSON header (checked to hold vktower's metadata) and its length.
+std::pair<json, std::uint64_t> read_header(const std::string& path, const std::vector<char>& file) {
   if (file.size() < 8) {
     refuse(path, fmt::format("it has {} bytes, fewer than the 8-byte header length (is the file "
                              "truncated?)",
@@ -226,11 +228,25 @@ void load_checkpoint(Graph& graph, const std::string& path) {
   if (!header.contains("__metadata__") || !header["__metadata__"].is_object()) {
     refuse(path, "its header has no \"__metadata__\" object (not written by vktower?)");
   }
-  const json& meta = header["__metadata__"];
-  const std::string format = metadata_string(path, meta, "format");
+  const std::string format = metadata_string(path, header["__metadata__"], "format");
   if (format != kFormat) {
     refuse(path, fmt::format("metadata \"format\" is \"{}\", expected \"{}\"", format, kFormat));
   }
+  return {std::move(header), header_size};
+}
+
+}  // namespace
+
+std::uint64_t checkpoint_global_step(const std::string& path) {
+  const auto [header, header_size] = read_header(path, read_file(path));
+  return parse_u64(path, "global_step",
+                   metadata_string(path, header["__metadata__"], "global_step"));
+}
+
+void load_checkpoint(Graph& graph, const std::string& path, CheckpointMatch match) {
+  const std::vector<char> file = read_file(path);
+  const auto [header, header_size] = read_header(path, file);
+  const json& meta = header["__metadata__"];
 
   const std::span<const char> data(file.data() + 8 + header_size, file.size() - 8 - header_size);
   std::map<std::string, Entry> entries;
@@ -247,7 +263,7 @@ void load_checkpoint(Graph& graph, const std::string& path) {
   }
   const std::uint64_t step =
       parse_u64(path, "global_step", metadata_string(path, meta, "global_step"));
-  check_matches_graph(path, graph, entries);
+  check_matches_graph(path, graph, entries, match);
 
   // Everything is checked: from here on nothing can refuse the file.
   for (const Variable& v : graph.variables()) {

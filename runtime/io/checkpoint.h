@@ -10,6 +10,7 @@
 // "crc32" (zlib crc32 of the data section, decimal) and "variables" (a JSON
 // string listing every variable's name and shape, in creation order).
 
+#include <cstdint>
 #include <string>
 
 namespace vkt {
@@ -21,11 +22,25 @@ class Graph;
 /// Waits for the graph's last run. Throws vkt::Error if the file cannot be written.
 void save_checkpoint(Graph& graph, const std::string& path);
 
+/// Which of a checkpoint's variables a graph must have.
+enum class CheckpointMatch {
+  /// Exactly the graph's variables (resuming training: slots included).
+  Exact,
+  /// Every variable of the graph; the file may hold more (an evaluation or
+  /// prediction graph has no optimizer slots).
+  GraphSubset,
+};
+
 /// Restores every variable of `graph` and its global step from `path`. The
 /// file's length, header, format, dtypes, shapes, offsets and checksum are
-/// checked, and its variables must be exactly the graph's (same names and
-/// shapes). Any problem is a vkt::Error naming the file and the first problem,
-/// thrown before any variable changes.
-void load_checkpoint(Graph& graph, const std::string& path);
+/// checked, and its variables must match the graph's as `match` says (same
+/// names and shapes). Any problem is a vkt::Error naming the file and the first
+/// problem, thrown before any variable changes.
+void load_checkpoint(Graph& graph, const std::string& path,
+                     CheckpointMatch match = CheckpointMatch::Exact);
+
+/// The global step a checkpoint was written at, from its header alone (the
+/// data is checked when it is loaded). vkt::Error when the header is unreadable.
+std::uint64_t checkpoint_global_step(const std::string& path);
 
 }  // namespace vkt

@@ -52,9 +52,14 @@ std::vector<std::string> CheckpointManager::read_index() const {
 }
 
 std::string CheckpointManager::save(Graph& graph) {
-  const std::string name = fmt::format("ckpt-{}.safetensors", graph.global_step());
+  return save(graph.global_step(), [&](const std::string& path) { save_checkpoint(graph, path); });
+}
+
+std::string CheckpointManager::save(std::uint64_t step,
+                                    const std::function<void(const std::string&)>& write) {
+  const std::string name = fmt::format("ckpt-{}.safetensors", step);
   const std::string path = (fs::path(dir_) / name).string();
-  save_checkpoint(graph, path);
+  write(path);
 
   std::vector<std::string> all = read_index();
   std::erase(all, name);  // saving the same step again makes it the newest

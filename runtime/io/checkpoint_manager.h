@@ -7,6 +7,8 @@
 //   ...
 //   ckpt.save(graph);  // model/ckpt-<step>.safetensors
 
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +27,9 @@ class CheckpointManager {
   /// rewrites the index file dir/checkpoint, then deletes the oldest
   /// checkpoints beyond keep_max. Returns the new file's path.
   std::string save(Graph& graph);
+  /// The same for a model that writes its own checkpoint (a TowerRun):
+  /// `write(path)` writes the file for global step `step`.
+  std::string save(std::uint64_t step, const std::function<void(const std::string& path)>& write);
   /// The path of the newest checkpoint the index names, or nullopt when there
   /// is no index yet. A corrupt index is a vkt::Error.
   std::optional<std::string> latest() const;

@@ -179,15 +179,24 @@ void Standardizer::operator()(std::span<float> example) const {
 }
 
 BatchStream::BatchStream(Dataset data, std::int64_t batch_size, bool drop_remainder, int epochs,
-                         std::optional<std::uint64_t> shuffle_seed)
+                         std::optional<std::uint64_t> shuffle_seed, std::int64_t first_batch)
     : data_(std::move(data)),
       batch_size_(batch_size),
       drop_remainder_(drop_remainder),
       epochs_(epochs),
-      seed_(shuffle_seed) {
-  if (batch_size_ < 1 || epochs_ < 1) {
-    throw Error(fmt::format("BatchStream: batch size ({}) and epochs ({}) must be at least 1",
-                            batch_size_, epochs_));
+      seed_(shuffle_seed),
+      first_batch_(first_batch) {
+  if (batch_size_ < 1 || epochs_ < 1 || first_batch_ < 0) {
+    throw Error(fmt::format(
+        "BatchStream: batch size ({}) and epochs ({}) must be at least 1, and the first batch "
+        "({}) not negative",
+        batch_size_, epochs_, first_batch_));
+  }
+  if (drop_remainder_ && data_.size() < batch_size_) {
+    throw Error(fmt::format(
+        "BatchStream: {} examples make no full batch of {} (drop_remainder drops them all); "
+        "use a smaller batch",
+        data_.size(), batch_size_));
   }
   worker_ = std::thread([this] { produce(); });
 }
@@ -203,10 +212,15 @@ BatchStream::~BatchStream() {
 
 void BatchStream::produce() {
   try {
-    for (int epoch = 0; epoch < epochs_; ++epoch) {
+    const std::int64_t per_epoch = drop_remainder_ ? data_.size() / batch_size_
+                                                   : (data_.size() + batch_size_ - 1) / batch_size_;
+    const std::int64_t first_epoch = per_epoch == 0 ? 0 : first_batch_ / per_epoch;
+    for (std::int64_t epoch = first_epoch; epoch < epochs_; ++epoch) {
       const Dataset order =
           seed_ ? data_.shuffled(*seed_ + static_cast<std::uint64_t>(epoch)) : data_;
-      for (std::int64_t begin = 0; begin < order.size(); begin += batch_size_) {
+      const std::int64_t first =
+          epoch == first_epoch && per_epoch > 0 ? first_batch_ % per_epoch * batch_size_ : 0;
+      for (std::int64_t begin = first; begin < order.size(); begin += batch_size_) {
         const std::int64_t count = std::min(batch_size_, order.size() - begin);
         if (count < batch_size_ && drop_remainder_) break;
         HostBatch batch = order.rows(begin, count);

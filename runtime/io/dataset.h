@@ -71,8 +71,11 @@ struct Standardizer {
 ///   while (auto batch = batches.next()) model.train_step(...);
 class BatchStream {
  public:
+  /// `first_batch` batches are skipped (counted over epochs): a resumed
+  /// training run starts where the interrupted one stopped.
   BatchStream(Dataset data, std::int64_t batch_size, bool drop_remainder, int epochs = 1,
-              std::optional<std::uint64_t> shuffle_seed = std::nullopt);
+              std::optional<std::uint64_t> shuffle_seed = std::nullopt,
+              std::int64_t first_batch = 0);
   ~BatchStream();
   BatchStream(const BatchStream&) = delete;
   BatchStream& operator=(const BatchStream&) = delete;
@@ -89,6 +92,7 @@ class BatchStream {
   bool drop_remainder_;
   int epochs_;
   std::optional<std::uint64_t> seed_;
+  std::int64_t first_batch_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::optional<HostBatch> ready_;

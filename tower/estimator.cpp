@@ -1,0 +1,291 @@
+#include "estimator.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <random>
+
+#include "../runtime/io/checkpoint.h"
+#include "../runtime/io/checkpoint_manager.h"
+#include "../runtime/vulkan/error.h"
+#include "hooks.h"
+#include "tower_run.h"
+#include "training_log.h"
+
+namespace vkt {
+
+namespace fs = std::filesystem;
+
+/// A mode's model, built for one batch shape.
+struct Estimator::Built {
+  std::int64_t batch_size = 0;
+  std::map<std::string, InputSpec> features, labels;
+  std::shared_ptr<TowerRun> run;
+  std::vector<std::shared_ptr<TrainingHook>> hooks;
+  std::optional<std::string> restored;  // the checkpoint the variables hold, if any
+};
+
+namespace {
+
+std::string temporary_model_dir() {
+  std::random_device random;
+  const fs::path dir = fs::temp_directory_path() / fmt::format("vktower-{:08x}", random());
+  spdlog::info("no model_dir given: using temporary directory {}", dir.string());
+  return dir.string();
+}
+
+std::map<std::string, InputSpec> specs_of(const HostBatch& batch, std::int64_t batch_size,
+                                          const char* what) {
+  std::map<std::string, InputSpec> specs;
+  for (const auto& [name, t] : batch) {
+    if (t.rows() == 0) {
+      throw Error(fmt::format("{} '{}' is a scalar; every input needs the examples as dimension 0",
+                              what, name));
+    }
+    std::vector<std::int64_t> dims = t.shape.dims();
+    dims[0] = batch_size;
+    specs[name] = {Shape(dims), t.dtype};
+  }
+  return specs;
+}
+
+/// The rows of a batch (the same in every entry; vkt::Error otherwise, or when
+/// there are more than a full batch).
+std::int64_t rows_of(const Batch& batch, std::int64_t batch_size) {
+  std::int64_t rows = -1;
+  for (const HostBatch* part : {&batch.features, &batch.labels}) {
+    for (const auto& [name, t] : *part) {
+      if (rows >= 0 && t.rows() != rows) {
+        throw Error(fmt::format(
+            "the input gave a batch whose entries disagree on the number of examples ('{}' has "
+            "{}, another {})",
+            name, t.rows(), rows));
+      }
+      rows = t.rows();
+    }
+  }
+  if (rows < 1 || rows > batch_size) {
+    throw Error(fmt::format("the input gave a batch of {} examples; its batch_size() is {}", rows,
+                            batch_size));
+  }
+  return rows;
+}
+
+HostBatch padded(const HostBatch& batch, std::int64_t rows) {
+  HostBatch out;
+  for (const auto& [name, t] : batch) out[name] = t.padded_rows(rows);
+  return out;
+}
+
+}  // namespace
+
+Estimator::Estimator(ModelFn model_fn, RunConfig config, Params params)
+    : model_fn_(std::move(model_fn)),
+      config_(std::move(config)),
+      params_(std::move(params)),
+      instance_(InstanceOptions::from_environment()) {
+  if (!model_fn_) throw Error("Estimator: the model function is empty");
+  if (config_.keep_checkpoint_max < 1) {
+    throw Error(fmt::format("RunConfig.keep_checkpoint_max is {}; keep at least 1",
+                            config_.keep_checkpoint_max));
+  }
+  if (config_.model_dir.empty()) config_.model_dir = temporary_model_dir();
+  std::error_code ec;
+  fs::create_directories(config_.model_dir, ec);
+  if (ec) {
+    throw Error(fmt::format("RunConfig.model_dir '{}' cannot be created: {}", config_.model_dir,
+                            ec.message()));
+  }
+  log_ = std::make_unique<TrainingLog>(config_.model_dir, config_.progress);
+}
+
+Estimator::~Estimator() = default;
+
+std::optional<std::string> Estimator::latest_checkpoint() const {
+  return CheckpointManager(config_.model_dir, config_.keep_checkpoint_max).latest();
+}
+
+Estimator::Built& Estimator::built(Mode mode, const Batch& first, std::int64_t batch_size) {
+  std::map<std::string, InputSpec> features = specs_of(first.features, batch_size, "feature");
+  std::map<std::string, InputSpec> labels = mode == Mode::Predict
+                                                ? std::map<std::string, InputSpec>{}
+                                                : specs_of(first.labels, batch_size, "label");
+  std::unique_ptr<Built>& slot = built_[mode];
+  const auto same = [](const std::map<std::string, InputSpec>& a,
+                       const std::map<std::string, InputSpec>& b) {
+    if (a.size() != b.size()) return false;
+    for (const auto& [name, spec] : a) {
+      const auto it = b.find(name);
+      if (it == b.end() || it->second.shape != spec.shape || it->second.dtype != spec.dtype) {
+        return false;
+      }
+    }
+    return true;
+  };
+  if (slot && slot->batch_size == batch_size && same(slot->features, features) &&
+      same(slot->labels, labels)) {
+    return *slot;
+  }
+  if (mode == Mode::Train && slot) {
+    throw Error(fmt::format(
+        "train: the input's batches changed shape since the last train() call (batch size {} "
+        "now, {} before); an Estimator trains one model",
+        batch_size, slot->batch_size));
+  }
+  auto b = std::make_unique<Built>();
+  b->batch_size = batch_size;
+  b->features = features;
+  b->labels = labels;
+  ModelContext root(instance_, features, labels, GraphOptions{.seed = config_.random_seed});
+  EstimatorSpec spec = model_fn_(root, {}, {}, mode, params_);
+  if (!spec.run) {
+    throw Error(
+        "the Estimator's model function returned a spec without a run: give it "
+        "vkt::replicate_model_fn(model_fn) (with devices {0} for one device)");
+  }
+  b->run = spec.run;
+  b->hooks = spec.training_hooks;
+  slot = std::move(b);
+  return *slot;
+}
+
+std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
+  if (spec.steps && spec.max_steps) {
+    throw Error("train: give steps or max_steps, not both");
+  }
+  if (spec.steps && *spec.steps == 0) throw Error("train: steps is 0; give 1 or more");
+  const auto trained = built_.find(Mode::Train);
+  const std::optional<std::string> latest = latest_checkpoint();
+  // The step the input resumes at, known before the model is built.
+  const std::uint64_t start = trained != built_.end() ? trained->second->run->global_step()
+                              : latest                ? checkpoint_global_step(*latest)
+                                                      : 0;
+  std::optional<std::uint64_t> last;
+  if (spec.steps) last = start + *spec.steps;
+  if (spec.max_steps) last = *spec.max_steps;
+  if (last && *last <= start) {
+    spdlog::info("the model is at global step {}, max_steps is {}: nothing to train", start, *last);
+    return start;
+  }
+  std::unique_ptr<Input> input = input_fn(InputContext{start});
+  std::optional<Batch> batch = input->next();
+  if (!batch) throw Error("train: the input gave no batch");
+  const std::int64_t batch_size = input->batch_size();
+  Built& b = built(Mode::Train, *batch, batch_size);
+  TowerRun& run = *b.run;
+  resumed_ = false;
+  if (latest && !b.restored) {
+    run.restore(*latest);
+    b.restored = latest;
+    resumed_ = true;
+    spdlog::info("resuming from {} at global step {}", *latest, run.global_step());
+  }
+
+  std::vector<std::shared_ptr<TrainingHook>> hooks = b.hooks;
+  hooks.insert(hooks.end(), spec.hooks.begin(), spec.hooks.end());
+  hooks.push_back(std::make_shared<NanLossHook>());
+  if (config_.log_step_count_steps > 0) {
+    hooks.push_back(std::make_shared<LoggingHook>(config_.log_step_count_steps, batch_size,
+                                                  [this](const StepRate& r) { log_->rate(r); }));
+  }
+  CheckpointManager checkpoints(config_.model_dir, config_.keep_checkpoint_max);
+  const auto save = [&] {
+    const std::string path =
+        checkpoints.save(run.global_step(), [&](const std::string& file) { run.save(file); });
+    b.restored = path;
+    spdlog::debug("saved {}", path);
+  };
+
+  for (const auto& hook : hooks) hook->begin();
+  log_->start(run.global_step(), last, batch_size);
+  std::uint64_t step = run.global_step();
+  std::uint64_t saved_at = step;
+  float loss = 0;
+  try {
+    for (std::uint64_t batches = 1; batch; ++batches) {
+      const std::int64_t rows = rows_of(*batch, batch_size);
+      if (rows != batch_size) {
+        throw Error(fmt::format(
+            "train: batch {} has {} examples, the model's batch is {}; training needs full "
+            "batches (dataset_input with drop_remainder = true)",
+            batches, rows, batch_size));
+      }
+      run.train_step(batch->features, batch->labels);
+      step = run.global_step();
+      loss = run.loss();
+      bool stop = last && step >= *last;
+      for (const auto& hook : hooks) {
+        hook->after_step(step, loss);
+        stop = stop || hook->should_stop();
+      }
+      log_->step(step, loss);
+      if (config_.save_checkpoints_steps > 0 && step % config_.save_checkpoints_steps == 0) {
+        save();
+        saved_at = step;
+      }
+      if (stop) break;
+      batch = input->next();
+    }
+  } catch (...) {
+    log_->finish(step, loss);
+    throw;
+  }
+  if (saved_at != step || !b.restored) save();
+  for (const auto& hook : hooks) hook->end();
+  log_->finish(step, loss);
+  return step;
+}
+
+std::map<std::string, double> Estimator::evaluate(const InputFn& input_fn,
+                                                  std::optional<std::uint64_t> steps) {
+  const std::optional<std::string> latest = latest_checkpoint();
+  if (!latest) {
+    throw Error(fmt::format("evaluate: model_dir '{}' has no checkpoint; train the model first",
+                            config_.model_dir));
+  }
+  std::unique_ptr<Input> input = input_fn(InputContext{});
+  std::optional<Batch> batch = input->next();
+  if (!batch) throw Error("evaluate: the input gave no batch");
+  const std::int64_t batch_size = input->batch_size();
+  Built& b = built(Mode::Eval, *batch, batch_size);
+  TowerRun& run = *b.run;
+  run.restore(*latest);  // training may have rewritten it since
+  run.reset_metrics();
+  std::int64_t examples = 0;
+  for (std::uint64_t n = 0; batch && (!steps || n < *steps); ++n) {
+    const std::int64_t rows = rows_of(*batch, batch_size);
+    run.evaluate_step(padded(batch->features, batch_size), padded(batch->labels, batch_size), rows);
+    examples += rows;
+    batch = input->next();
+  }
+  std::map<std::string, double> results = run.metrics();
+  results["global_step"] = static_cast<double>(run.global_step());
+  results["examples"] = static_cast<double>(examples);
+  log_->evaluated(run.global_step(), results);
+  return results;
+}
+
+HostBatch Estimator::predict(const InputFn& input_fn) {
+  const std::optional<std::string> latest = latest_checkpoint();
+  if (!latest) {
+    throw Error(fmt::format("predict: model_dir '{}' has no checkpoint; train the model first",
+                            config_.model_dir));
+  }
+  std::unique_ptr<Input> input = input_fn(InputContext{});
+  std::optional<Batch> batch = input->next();
+  if (!batch) throw Error("predict: the input gave no batch");
+  const std::int64_t batch_size = input->batch_size();
+  Built& b = built(Mode::Predict, *batch, batch_size);
+  TowerRun& run = *b.run;
+  run.restore(*latest);  // training may have rewritten it since
+  HostBatch out;
+  for (; batch; batch = input->next()) {
+    const std::int64_t rows = rows_of(Batch{batch->features, {}}, batch_size);
+    const HostBatch predictions = run.predict_step(padded(batch->features, batch_size));
+    for (const auto& [name, t] : predictions) out[name].append_rows(t.slice_rows(0, rows));
+  }
+  return out;
+}
+
+}  // namespace vkt

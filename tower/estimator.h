@@ -1,0 +1,96 @@
+#pragma once
+// The Estimator: training, evaluation and prediction loops over a model
+// function and input functions, with checkpoints in a model directory.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../runtime/vulkan/instance.h"
+#include "input_fn.h"
+#include "model_fn.h"
+
+namespace vkt {
+
+class TowerRun;
+class TrainingLog;
+
+/// tf.estimator.RunConfig.
+struct RunConfig {
+  /// Checkpoints, metrics.csv and loss.png go here; training resumes from the
+  /// newest checkpoint found here. Empty: a new temporary directory.
+  std::string model_dir{};
+  /// The graph seed: initial variables, dropout masks.
+  std::uint64_t random_seed = 0;
+  /// A checkpoint every N global steps (and always at the end of train); 0: only at the end.
+  std::uint64_t save_checkpoints_steps = 100;
+  int keep_checkpoint_max = 5;
+  /// The logging hook's period in steps (step, loss, examples/s, steps/s); 0: no logging hook.
+  std::uint64_t log_step_count_steps = 100;
+  /// Progress on the terminal: a bar when stderr is a terminal, plain lines otherwise.
+  bool progress = true;
+};
+
+/// How long train() runs: `steps` more steps, or until the global step
+/// reaches `max_steps` (at most one of them); with neither, until the input ends.
+struct TrainSpec {
+  std::optional<std::uint64_t> steps{};
+  std::optional<std::uint64_t> max_steps{};
+  /// Called besides the model's own hooks and the built-in ones (logging, NaN loss).
+  std::vector<std::shared_ptr<TrainingHook>> hooks{};
+};
+
+/// A model trained, evaluated and used for prediction (tf.estimator.Estimator).
+/// Each mode's replicated model is built on first use from the first batch's
+/// shapes. Evaluation and prediction read the newest checkpoint of model_dir,
+/// which train() writes when it ends, so they see the trained weights (and a
+/// new process can evaluate a model trained by another).
+///
+///   vkt::Estimator estimator(vkt::replicate_model_fn(my_model), {.model_dir = "model"});
+///   estimator.train(train_input, {.max_steps = 2000});
+///   std::map<std::string, double> result = estimator.evaluate(test_input);
+///   fmt::print("accuracy {}\n", result.at("accuracy"));
+class Estimator {
+ public:
+  Estimator(ModelFn model_fn, RunConfig config = {}, Params params = {});
+  ~Estimator();
+  Estimator(const Estimator&) = delete;
+  Estimator& operator=(const Estimator&) = delete;
+
+  /// Trains; resumes from model_dir's newest checkpoint first if there is one.
+  /// Every batch must be full (use drop_remainder). Returns the global step.
+  /// A NaN loss stops training with a vkt::Error naming the step.
+  std::uint64_t train(const InputFn& input_fn, const TrainSpec& spec = {});
+  /// Every example of the input counted once (the short last batch is padded,
+  /// and the padding masked out of every metric and the loss); `steps` limits
+  /// the batches. Returns "loss", every eval metric and "global_step".
+  std::map<std::string, double> evaluate(const InputFn& input_fn,
+                                         std::optional<std::uint64_t> steps = std::nullopt);
+  /// Every prediction, one row per input example in input order (the short
+  /// last batch included): each entry is [examples, ...].
+  HostBatch predict(const InputFn& input_fn);
+
+  /// The newest checkpoint of model_dir, if any.
+  std::optional<std::string> latest_checkpoint() const;
+  const RunConfig& config() const { return config_; }
+  /// True when the last train() started from a checkpoint.
+  bool resumed() const { return resumed_; }
+  Instance& instance() { return instance_; }
+
+ private:
+  struct Built;
+  Built& built(Mode mode, const Batch& first, std::int64_t batch_size);
+
+  ModelFn model_fn_;
+  RunConfig config_;
+  Params params_;
+  Instance instance_;
+  std::map<Mode, std::unique_ptr<Built>> built_;
+  std::unique_ptr<TrainingLog> log_;
+  bool resumed_ = false;
+};
+
+}  // namespace vkt

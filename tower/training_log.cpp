@@ -1,0 +1,177 @@
+#include "training_log.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "../runtime/vulkan/error.h"
+
+namespace vkt {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::optional<fs::path> find_on_path(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return std::nullopt;
+  std::string dirs = path;
+  std::size_t begin = 0;
+  while (begin <= dirs.size()) {
+    const std::size_t end = std::min(dirs.find(':', begin), dirs.size());
+    const fs::path candidate = fs::path(dirs.substr(begin, end - begin)) / program;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    begin = end + 1;
+  }
+  return std::nullopt;
+}
+
+std::string duration(double seconds) {
+  const auto s = static_cast<long long>(seconds + 0.5);
+  return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+                   : fmt::format("{}:{:02}", s / 60, s % 60);
+}
+
+}  // namespace
+
+TrainingLog::TrainingLog(std::string model_dir, bool progress)
+    : dir_(std::move(model_dir)), progress_(progress), terminal_(isatty(STDERR_FILENO) == 1) {}
+
+TrainingLog::~TrainingLog() {
+  if (bar_open_) std::fputc('\n', stderr);
+}
+
+std::string TrainingLog::metrics_path() const {
+  return (fs::path(dir_) / "metrics.csv").string();
+}
+
+std::string TrainingLog::plot_path() const {
+  return (fs::path(dir_) / "loss.png").string();
+}
+
+void TrainingLog::start(std::uint64_t first_step, std::optional<std::uint64_t> last_step,
+                        std::int64_t batch_size) {
+  first_step_ = first_step;
+  last_step_ = last_step;
+  batch_size_ = batch_size;
+  started_ = std::chrono::steady_clock::now();
+  last_draw_ = {};
+}
+
+void TrainingLog::draw_bar(std::uint64_t global_step, float loss, bool final) {
+  const auto now = std::chrono::steady_clock::now();
+  if (!final && now - last_draw_ < std::chrono::milliseconds(100)) return;
+  last_draw_ = now;
+  const double seconds = std::chrono::duration<double>(now - started_).count();
+  const double done = static_cast<double>(global_step - first_step_);
+  const double steps_per_s = seconds > 0 ? done / seconds : 0.0;
+  std::string bar;
+  std::string eta;
+  if (last_step_ && *last_step_ > first_step_) {
+    constexpr int kWidth = 30;
+    const double fraction = std::min(1.0, done / static_cast<double>(*last_step_ - first_step_));
+    const int filled = static_cast<int>(fraction * kWidth);
+    bar = fmt::format("[{}{}] ", std::string(static_cast<std::size_t>(filled), '#'),
+                      std::string(static_cast<std::size_t>(kWidth - filled), '.'));
+    if (steps_per_s > 0) {
+      eta = fmt::format(" ETA {}",
+                        duration(static_cast<double>(*last_step_ - global_step) / steps_per_s));
+    }
+  }
+  const std::string of = last_step_ ? fmt::format("/{}", *last_step_) : "";
+  fmt::print(stderr, "\r{}step {}{} loss {:.4f} {:.0f} examples/s{}\x1b[K", bar, global_step, of,
+             loss, steps_per_s * static_cast<double>(batch_size_), eta);
+  std::fflush(stderr);
+  bar_open_ = true;
+}
+
+void TrainingLog::step(std::uint64_t global_step, float loss) {
+  if (progress_ && terminal_) draw_bar(global_step, loss, false);
+}
+
+void TrainingLog::rate(const StepRate& rate) {
+  append(rate.step, "train", "loss", rate.loss);
+  append(rate.step, "train", "examples_per_s", rate.examples_per_s);
+  append(rate.step, "train", "steps_per_s", rate.steps_per_s);
+  last_logged_step_ = rate.step;
+  logged_any_ = true;
+  if (progress_ && !terminal_) {
+    spdlog::info("step {}: loss {:.6g}, {:.1f} examples/s, {:.2f} steps/s", rate.step, rate.loss,
+                 rate.examples_per_s, rate.steps_per_s);
+  }
+}
+
+void TrainingLog::finish(std::uint64_t global_step, float loss) {
+  // The curve ends at the last step even when it fell between two reports.
+  if (!logged_any_ || last_logged_step_ != global_step) {
+    append(global_step, "train", "loss", loss);
+  }
+  logged_any_ = false;
+  if (progress_ && terminal_) {
+    draw_bar(global_step, loss, true);
+    std::fputc('\n', stderr);
+    bar_open_ = false;
+  }
+  plot();
+}
+
+void TrainingLog::evaluated(std::uint64_t global_step,
+                            const std::map<std::string, double>& results) {
+  std::string line;
+  for (const auto& [name, value] : results) {
+    if (name == "global_step") continue;
+    append(global_step, "eval", name, value);
+    line += fmt::format("{}{} {:.6g}", line.empty() ? "" : ", ", name, value);
+  }
+  if (progress_) spdlog::info("evaluation at step {}: {}", global_step, line);
+  plot();
+}
+
+void TrainingLog::append(std::uint64_t step, const char* phase, const std::string& name,
+                         double value) {
+  const std::string path = metrics_path();
+  const bool fresh = !fs::exists(path);
+  std::ofstream out(path, std::ios::app);
+  if (!out) throw Error(fmt::format("cannot write '{}'; is the model directory writable?", path));
+  if (fresh) out << "step,phase,name,value\n";
+  out << fmt::format("{},{},{},{:.9g}\n", step, phase, name, value);
+}
+
+bool TrainingLog::plot() const {
+  const std::optional<fs::path> gnuplot = find_on_path("gnuplot");
+  if (!gnuplot || !fs::exists(metrics_path())) return false;
+  // Drawn beside the old picture and renamed over it: a viewer never sees half a file.
+  const std::string partial = plot_path() + ".partial";
+  const std::string script = fmt::format(
+      "set terminal pngcairo size 960,540\n"
+      "set output '{0}'\n"
+      "set datafile separator ','\n"
+      "set title 'vktower training'\n"
+      "set xlabel 'global step'\n"
+      "set ylabel 'loss'\n"
+      "set grid\n"
+      "set key top right\n"
+      "plot '{1}' every ::1 using 1:(strcol(2) eq 'train' && strcol(3) eq 'loss' ? $4 : 1/0) "
+      "with lines lw 2 title 'training loss', "
+      "'{1}' every ::1 using 1:(strcol(2) eq 'eval' && strcol(3) eq 'loss' ? $4 : 1/0) "
+      "with linespoints pt 7 title 'evaluation loss'\n",
+      partial, metrics_path());
+  FILE* pipe = popen(fmt::format("'{}' 2>/dev/null", gnuplot->string()).c_str(), "w");
+  if (pipe == nullptr) return false;
+  std::fputs(script.c_str(), pipe);
+  const int status = pclose(pipe);
+  std::error_code ec;
+  if (status != 0 || !fs::exists(partial)) {
+    spdlog::warn("gnuplot could not draw {} (exit status {})", plot_path(), status);
+    fs::remove(partial, ec);
+    return false;
+  }
+  fs::rename(partial, plot_path(), ec);
+  return !ec;
+}
+
+}  // namespace vkt

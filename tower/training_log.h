@@ -1,0 +1,60 @@
+#pragma once
+// What the Estimator shows and keeps while it trains: progress on stderr, and
+// model_dir/metrics.csv with a loss curve (loss.png) drawn by gnuplot.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "hooks.h"
+
+namespace vkt {
+
+/// Progress is a bar redrawn in place when stderr is a terminal (steps, loss,
+/// examples/s, ETA) and plain log lines (spdlog) otherwise, so a log file holds
+/// no carriage returns. metrics.csv is long-form, appended across runs:
+/// `step,phase,name,value` with phase "train" (loss, examples_per_s,
+/// steps_per_s) or "eval" (loss and every metric).
+class TrainingLog {
+ public:
+  /// `progress` false: nothing on stderr but warnings.
+  TrainingLog(std::string model_dir, bool progress);
+  ~TrainingLog();
+
+  /// A training run from `first_step` towards `last_step` (unknown: no ETA).
+  void start(std::uint64_t first_step, std::optional<std::uint64_t> last_step,
+             std::int64_t batch_size);
+  /// After every step: redraws the bar (at most ten times a second).
+  void step(std::uint64_t global_step, float loss);
+  /// The logging hook's report: a log line (or the bar's figures) and metrics.csv rows.
+  void rate(const StepRate& rate);
+  /// The end of a training run: closes the bar, redraws loss.png.
+  void finish(std::uint64_t global_step, float loss);
+  /// An evaluation's results: a log line, metrics.csv rows, loss.png.
+  void evaluated(std::uint64_t global_step, const std::map<std::string, double>& results);
+
+  std::string metrics_path() const;
+  std::string plot_path() const;
+  /// Draws loss.png from metrics.csv when gnuplot is on the PATH; false when it
+  /// is not (or fails: a warning says why).
+  bool plot() const;
+
+ private:
+  void append(std::uint64_t step, const char* phase, const std::string& name, double value);
+  void draw_bar(std::uint64_t global_step, float loss, bool final);
+
+  std::string dir_;
+  bool progress_;
+  bool terminal_;
+  std::uint64_t first_step_ = 0;
+  std::optional<std::uint64_t> last_step_;
+  std::int64_t batch_size_ = 0;
+  std::chrono::steady_clock::time_point started_, last_draw_;
+  bool bar_open_ = false;
+  std::uint64_t last_logged_step_ = 0;
+  bool logged_any_ = false;
+};
+
+}  // namespace vkt
