@@ -3,7 +3,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -32,5 +35,21 @@ std::string error_of(Fn&& fn) {
   FAIL("expected a vkt::Error, none was thrown");
   return {};
 }
+
+/// A fresh, empty directory per use, removed at scope exit.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    static int counter = 0;
+    path = std::filesystem::temp_directory_path() /
+           ("vkt-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+};
 
 }  // namespace vkt::test

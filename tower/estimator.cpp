@@ -10,6 +10,7 @@
 #include "../runtime/io/checkpoint_manager.h"
 #include "../runtime/vulkan/error.h"
 #include "hooks.h"
+#include "replicate.h"
 #include "tower_run.h"
 #include "training_log.h"
 
@@ -86,6 +87,12 @@ Estimator::Estimator(ModelFn model_fn, RunConfig config, Params params)
       params_(std::move(params)),
       instance_(InstanceOptions::from_environment()) {
   if (!model_fn_) throw Error("Estimator: the model function is empty");
+  if (!is_replicated(model_fn_)) {
+    throw Error(
+        "Estimator: give it vkt::replicate_model_fn(model_fn) (with devices {0} for one "
+        "device), which builds the model function once per tower; a plain model function "
+        "has no devices to run on");
+  }
   if (config_.keep_checkpoint_max < 1) {
     throw Error(fmt::format("RunConfig.keep_checkpoint_max is {}; keep at least 1",
                             config_.keep_checkpoint_max));
@@ -111,7 +118,8 @@ Estimator::Built& Estimator::built(Mode mode, const Batch& first, std::int64_t b
   std::map<std::string, InputSpec> labels = mode == Mode::Predict
                                                 ? std::map<std::string, InputSpec>{}
                                                 : specs_of(first.labels, batch_size, "label");
-  std::unique_ptr<Built>& slot = built_[mode];
+  const auto found = built_.find(mode);
+  Built* slot = found == built_.end() ? nullptr : found->second.get();
   const auto same = [](const std::map<std::string, InputSpec>& a,
                        const std::map<std::string, InputSpec>& b) {
     if (a.size() != b.size()) return false;
@@ -139,15 +147,12 @@ Estimator::Built& Estimator::built(Mode mode, const Batch& first, std::int64_t b
   b->labels = labels;
   ModelContext root(instance_, features, labels, GraphOptions{.seed = config_.random_seed});
   EstimatorSpec spec = model_fn_(root, {}, {}, mode, params_);
-  if (!spec.run) {
-    throw Error(
-        "the Estimator's model function returned a spec without a run: give it "
-        "vkt::replicate_model_fn(model_fn) (with devices {0} for one device)");
-  }
+  if (!spec.run) throw Error("internal: a replicated model function returned no run");
   b->run = spec.run;
   b->hooks = spec.training_hooks;
-  slot = std::move(b);
-  return *slot;
+  std::unique_ptr<Built>& kept = built_[mode];  // only once the model is built
+  kept = std::move(b);
+  return *kept;
 }
 
 std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {

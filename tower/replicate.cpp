@@ -4,18 +4,15 @@
 #include "tower_run.h"
 
 namespace vkt {
+namespace {
 
-ModelFn replicate_model_fn(ModelFn model_fn, ReplicateOptions options) {
-  if (!model_fn) throw Error("replicate_model_fn: the model function is empty");
-  if (options.loss_reduction == LossReduction::None) {
-    throw Error(
-        "replicate_model_fn: LossReduction::None is not allowed: with several towers a "
-        "reduction is required to combine their losses; use Sum, Mean or "
-        "SumByNonzeroWeights (the default)");
-  }
-  return [model_fn = std::move(model_fn), options](ModelContext& root, const TensorDict&,
-                                                   const TensorDict&, Mode mode,
-                                                   const Params& params) {
+/// A named type (not a lambda) so is_replicated() can recognise it.
+struct ReplicatedModel {
+  ModelFn model_fn;
+  ReplicateOptions options;
+
+  EstimatorSpec operator()(ModelContext& root, const TensorDict&, const TensorDict&, Mode mode,
+                           const Params& params) const {
     EstimatorSpec spec;
     spec.mode = mode;
     spec.run = std::make_shared<TowerRun>(root, model_fn, options, mode, params);
@@ -25,7 +22,24 @@ ModelFn replicate_model_fn(ModelFn model_fn, ReplicateOptions options) {
       spec.training_hooks.insert(spec.training_hooks.end(), hooks.begin(), hooks.end());
     }
     return spec;
-  };
+  }
+};
+
+}  // namespace
+
+ModelFn replicate_model_fn(ModelFn model_fn, ReplicateOptions options) {
+  if (!model_fn) throw Error("replicate_model_fn: the model function is empty");
+  if (options.loss_reduction == LossReduction::None) {
+    throw Error(
+        "replicate_model_fn: LossReduction::None is not allowed: with several towers a "
+        "reduction is required to combine their losses; use Sum, Mean or "
+        "SumByNonzeroWeights (the default)");
+  }
+  return ReplicatedModel{std::move(model_fn), options};
+}
+
+bool is_replicated(const ModelFn& model_fn) {
+  return model_fn.target<ReplicatedModel>() != nullptr;
 }
 
 }  // namespace vkt

@@ -50,4 +50,7 @@ struct ReplicateOptions {
 ///   spec.run->train_step(features, labels);
 ModelFn replicate_model_fn(ModelFn model_fn, ReplicateOptions options = {});
 
+/// True when `model_fn` was made by replicate_model_fn.
+bool is_replicated(const ModelFn& model_fn);
+
 }  // namespace vkt

@@ -36,21 +36,9 @@ using vkt::Shape;
 using vkt::Tensor;
 namespace fs = std::filesystem;
 
-namespace {
+using vkt::test::TempDir;
 
-// A fresh, empty directory per use, removed at scope exit.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("vkt-ckpt-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
+namespace {
 
 // A model with two variables and Adam's slots for each; `w_shape` and `extra`
 // make graphs that do not match the checkpoint.

@@ -1,0 +1,319 @@
+// The Estimator: exact resume across processes' worth of Estimators, every
+// evaluated example counted once (padding masked) on towers that do not divide
+// the last batch, predictions in input order, the hooks, the files it writes,
+// and every error.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <sstream>
+
+#include <vktower/optimizers/adam.h>
+#include <vktower/optimizers/sgd.h>
+#include <vktower/optimizers/tower_optimizer.h>
+#include <vktower/runtime/graph/ops/elementwise.h>
+#include <vktower/runtime/graph/ops/layers.h>
+#include <vktower/runtime/graph/ops/losses.h>
+#include <vktower/runtime/graph/ops/softmax.h>
+#include <vktower/tower/estimator.h>
+#include <vktower/tower/hooks.h>
+#include <vktower/tower/replicate.h>
+
+#include "../test_support.h"
+
+using Catch::Matchers::Contains;
+using vkt::HostTensor;
+using vkt::Tensor;
+using vkt::test::error_of;
+using vkt::test::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::int64_t kFeatures = 3, kClasses = 3;
+
+std::vector<std::uint32_t> towers(int n) {
+  return std::vector<std::uint32_t>(static_cast<std::size_t>(n), 0);
+}
+
+/// `rows` examples: x uniform in [-2, 2], y a class in [0, 3).
+vkt::Dataset make_data(std::int64_t rows, std::uint32_t seed) {
+  const std::vector<float> x =
+      vkt::test::random_floats(static_cast<std::size_t>(rows * kFeatures), seed, -2.0f, 2.0f);
+  std::vector<std::int32_t> y(static_cast<std::size_t>(rows));
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<std::int32_t>((i * 7 + seed) % 3);
+  return vkt::Dataset(
+      {{"x", HostTensor::floats({rows, kFeatures}, x)}, {"y", HostTensor::ints({rows}, y)}});
+}
+
+/// A small MLP trained with Adam; `lr` 0 leaves the weights as initialised.
+vkt::EstimatorSpec mlp(vkt::ModelContext& ctx, const vkt::TensorDict& f, const vkt::TensorDict& l,
+                       vkt::Mode mode, const vkt::Params& params) {
+  const Tensor h = vkt::layers::dense(f.at("x"), 8, vkt::layers::Activation::Relu, "hidden");
+  const Tensor logits = vkt::layers::dense(h, kClasses, vkt::layers::Activation::None, "out");
+  vkt::EstimatorSpec spec{.mode = mode};
+  spec.predictions = {{"logits", logits}, {"class", vkt::argmax(logits, -1)}};
+  if (mode == vkt::Mode::Predict) return spec;
+  spec.loss = vkt::sparse_softmax_cross_entropy(l.at("y"), logits, ctx.example_weights(),
+                                                vkt::Reduction::Mean);
+  if (mode == vkt::Mode::Eval) {
+    spec.eval_metric_ops = {{"accuracy", vkt::metrics::accuracy(l.at("y"), logits)}};
+    return spec;
+  }
+  const auto lr = static_cast<float>(std::get<double>(params.at("lr")));
+  vkt::TowerOptimizer adam(std::make_unique<vkt::Adam>(lr));
+  spec.train_op = adam.minimize(spec.loss);
+  return spec;
+}
+
+/// logits = x * w with w [3] = 1: the logits are the features, so every
+/// metric, loss and prediction has a host reference. SGD with rate 0 keeps it so.
+vkt::EstimatorSpec identity(vkt::ModelContext& ctx, const vkt::TensorDict& f,
+                            const vkt::TensorDict& l, vkt::Mode mode, const vkt::Params&) {
+  const Tensor w = ctx.graph().variable("w", {kFeatures}, vkt::Initializer::ones());
+  const Tensor logits = f.at("x") * w;
+  vkt::EstimatorSpec spec{.mode = mode};
+  spec.predictions = {{"logits", logits}, {"class", vkt::argmax(logits, -1)}};
+  if (mode == vkt::Mode::Predict) return spec;
+  spec.loss = vkt::sparse_softmax_cross_entropy(l.at("y"), logits, ctx.example_weights(),
+                                                vkt::Reduction::Mean);
+  spec.eval_metric_ops = {{"accuracy", vkt::metrics::accuracy(l.at("y"), logits)},
+                          {"mean_logit", vkt::metrics::mean(logits)}};
+  if (mode == vkt::Mode::Train) {
+    vkt::TowerOptimizer sgd(std::make_unique<vkt::SGD>(0.0f));
+    spec.train_op = sgd.minimize(spec.loss);
+  }
+  return spec;
+}
+
+vkt::RunConfig quiet(const std::string& dir) {
+  return {.model_dir = dir,
+          .random_seed = 5,
+          .save_checkpoints_steps = 0,
+          .log_step_count_steps = 0,
+          .progress = false};
+}
+
+vkt::InputFn training_input(const vkt::Dataset& data, std::int64_t batch) {
+  return vkt::dataset_input(
+      data, {.batch_size = batch, .epochs = 0, .shuffle_seed = 11, .drop_remainder = true});
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "Estimator: 200 steps equal 100, a new Estimator on the model_dir, and 100 more, bit "
+    "for bit",
+    "[estimator][device-matrix]") {
+  const vkt::Dataset data = make_data(36, 1);  // 36 / 8: epochs end mid-batch, reshuffled
+  const vkt::ModelFn model = vkt::replicate_model_fn(mlp, {.devices = towers(2)});
+  const vkt::Params params = {{"lr", 0.01}};
+  TempDir straight, resumed;
+  {
+    vkt::Estimator estimator(model, quiet(straight.path), params);
+    CHECK(estimator.train(training_input(data, 8), {.steps = 200}) == 200);
+    CHECK_FALSE(estimator.resumed());
+  }
+  {
+    vkt::RunConfig config = quiet(resumed.path);
+    config.save_checkpoints_steps = 50;
+    vkt::Estimator first(model, config, params);
+    CHECK(first.train(training_input(data, 8), {.max_steps = 100}) == 100);
+  }
+  vkt::Estimator second(model, quiet(resumed.path), params);
+  CHECK(second.train(training_input(data, 8), {.steps = 100}) == 200);
+  CHECK(second.resumed());
+  // Every variable, Adam slot and the step: the files are the same bytes.
+  const std::string a = file_bytes(straight / "ckpt-200.safetensors");
+  REQUIRE(a.size() > 1000);
+  CHECK(a == file_bytes(resumed / "ckpt-200.safetensors"));
+  // And training moved the weights (the comparison is not of two untouched models).
+  CHECK(a != file_bytes(resumed / "ckpt-100.safetensors"));
+  // max_steps already reached: nothing runs, the step stays.
+  CHECK(second.train(training_input(data, 8), {.max_steps = 150}) == 200);
+}
+
+TEST_CASE(
+    "Estimator: evaluate counts every example once on 3 towers when the last batch does "
+    "not divide",
+    "[estimator][device-matrix]") {
+  // 20 examples in batches of 6: 6, 6, 6 and 2, the last padded to 6 with two
+  // real rows on tower 0 and padding only on towers 1 and 2.
+  const vkt::Dataset data = make_data(20, 3);
+  TempDir dir;
+  vkt::Estimator estimator(
+      vkt::replicate_model_fn(identity,
+                              {.loss_reduction = vkt::LossReduction::Mean, .devices = towers(3)}),
+      quiet(dir.path));
+  estimator.train(training_input(data, 6), {.steps = 1});
+  const std::map<std::string, double> result =
+      estimator.evaluate(vkt::dataset_input(data, {.batch_size = 6}));
+
+  const HostTensor& x = data.columns().at("x");
+  const HostTensor& y = data.columns().at("y");
+  double correct = 0, loss = 0, logit_sum = 0;
+  for (std::int64_t r = 0; r < data.size(); ++r) {
+    const float* row = &x.f32[static_cast<std::size_t>(r * kFeatures)];
+    int best = 0;
+    double sum = 0;
+    for (int c = 0; c < kFeatures; ++c) {
+      if (row[c] > row[best]) best = c;
+      sum += std::exp(static_cast<double>(row[c]));
+      logit_sum += row[c];
+    }
+    correct += best == y.i32[static_cast<std::size_t>(r)] ? 1 : 0;
+    loss += std::log(sum) - row[y.i32[static_cast<std::size_t>(r)]];
+  }
+  CHECK(result.at("examples") == 20);
+  CHECK(result.at("global_step") == 1);
+  CHECK(result.at("accuracy") == Approx(correct / 20).epsilon(1e-12));
+  CHECK(result.at("mean_logit") == Approx(logit_sum / (20 * kFeatures)).epsilon(1e-5));
+  CHECK(result.at("loss") == Approx(loss / 20).epsilon(1e-5));
+  // A limit on the batches: the first two only.
+  CHECK(estimator.evaluate(vkt::dataset_input(data, {.batch_size = 6}), 2).at("examples") == 12);
+}
+
+TEST_CASE("Estimator: predict gives one row per example in input order, the short batch included",
+          "[estimator][device-matrix]") {
+  const vkt::Dataset data = make_data(20, 4);
+  TempDir dir;
+  vkt::Estimator estimator(vkt::replicate_model_fn(identity, {.devices = towers(3)}),
+                           quiet(dir.path));
+  estimator.train(training_input(data, 6), {.steps = 1});
+  const vkt::HostBatch out = estimator.predict(vkt::dataset_input(data, {.batch_size = 6}));
+  REQUIRE(out.at("logits").shape == vkt::Shape({20, kFeatures}));
+  CHECK(out.at("logits").f32 == data.columns().at("x").f32);  // logits = x exactly
+  REQUIRE(out.at("class").shape == vkt::Shape({20}));
+  for (std::int64_t r = 0; r < 20; ++r) {
+    const float* row = &data.columns().at("x").f32[static_cast<std::size_t>(r * kFeatures)];
+    const auto best = std::max_element(row, row + kFeatures) - row;
+    CHECK(out.at("class").i32[static_cast<std::size_t>(r)] == best);
+  }
+}
+
+TEST_CASE("Estimator: a NaN loss stops training with an error naming the step, and saves nothing",
+          "[estimator][device-matrix]") {
+  vkt::Dataset data = make_data(24, 5);
+  vkt::HostBatch columns = data.columns();
+  columns.at("x").f32[3 * 4 * kFeatures] = NAN;  // in the fourth batch of 4
+  TempDir dir;
+  vkt::RunConfig config = quiet(dir.path);
+  config.save_checkpoints_steps = 2;
+  // The identity model: NaN features reach the loss (a ReLU would turn them into 0).
+  vkt::Estimator estimator(vkt::replicate_model_fn(identity, {.devices = towers(2)}), config);
+  const std::string message = error_of([&] {
+    estimator.train(vkt::dataset_input(vkt::Dataset(columns), {.batch_size = 4}), {.steps = 6});
+  });
+  CHECK_THAT(message, Contains("nan") && Contains("global step 4"));
+  CHECK(estimator.latest_checkpoint() == dir / "ckpt-2.safetensors");
+  CHECK_FALSE(fs::exists(dir / "ckpt-4.safetensors"));
+}
+
+TEST_CASE(
+    "Estimator: hooks see every step, a stop-at-step hook ends training, checkpoints are "
+    "kept as configured",
+    "[estimator][device-matrix]") {
+  struct Recorder : vkt::TrainingHook {
+    std::vector<std::uint64_t> steps;
+    int begun = 0, ended = 0;
+    void begin() override { ++begun; }
+    void after_step(std::uint64_t step, float loss) override {
+      CHECK(std::isfinite(loss));
+      steps.push_back(step);
+    }
+    void end() override { ++ended; }
+  };
+  auto recorder = std::make_shared<Recorder>();
+  TempDir dir;
+  vkt::RunConfig config = quiet(dir.path);
+  config.save_checkpoints_steps = 2;
+  config.keep_checkpoint_max = 2;
+  vkt::Estimator estimator(vkt::replicate_model_fn(mlp, {.devices = towers(2)}), config,
+                           {{"lr", 0.01}});
+  const std::uint64_t step =
+      estimator.train(training_input(make_data(16, 6), 4),
+                      {.hooks = {recorder, std::make_shared<vkt::StopAtStepHook>(7)}});
+  CHECK(step == 7);
+  CHECK(recorder->steps == std::vector<std::uint64_t>{1, 2, 3, 4, 5, 6, 7});
+  CHECK(recorder->begun == 1);
+  CHECK(recorder->ended == 1);
+  // Saved at 2, 4, 6 and the end (7); the newest two are kept.
+  CHECK_FALSE(fs::exists(dir / "ckpt-4.safetensors"));
+  CHECK(fs::exists(dir / "ckpt-6.safetensors"));
+  CHECK(estimator.latest_checkpoint() == dir / "ckpt-7.safetensors");
+  // With neither steps nor max_steps, a finite input trains to its end: 16 / 4.
+  TempDir other;
+  vkt::Estimator once(vkt::replicate_model_fn(mlp, {.devices = towers(1)}), quiet(other.path),
+                      {{"lr", 0.01}});
+  CHECK(once.train(
+            vkt::dataset_input(make_data(16, 6), {.batch_size = 4, .drop_remainder = true})) == 4);
+}
+
+TEST_CASE(
+    "Estimator: metrics.csv holds the logged training rows and the evaluation, loss.png is "
+    "drawn when gnuplot is installed",
+    "[estimator][device-matrix]") {
+  const vkt::Dataset data = make_data(16, 7);
+  TempDir dir;
+  vkt::RunConfig config = quiet(dir.path);
+  config.log_step_count_steps = 2;
+  vkt::Estimator estimator(vkt::replicate_model_fn(mlp, {.devices = towers(2)}), config,
+                           {{"lr", 0.01}});
+  estimator.train(training_input(data, 4), {.steps = 5});
+  estimator.evaluate(vkt::dataset_input(data, {.batch_size = 4}));
+  std::ifstream in(dir / "metrics.csv");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  REQUIRE(lines.size() == 1 + 3 * 2 + 1 + 3);
+  CHECK(lines[0] == "step,phase,name,value");
+  CHECK_THAT(lines[1], Catch::Matchers::StartsWith("2,train,loss,"));
+  CHECK_THAT(lines[2], Catch::Matchers::StartsWith("2,train,examples_per_s,"));
+  CHECK_THAT(lines[4], Catch::Matchers::StartsWith("4,train,loss,"));
+  CHECK_THAT(lines[7], Catch::Matchers::StartsWith("5,train,loss,"));  // the last step
+  CHECK_THAT(lines[8], Catch::Matchers::StartsWith("5,eval,accuracy,"));
+  CHECK_THAT(lines[9], Catch::Matchers::StartsWith("5,eval,examples,16"));
+  CHECK_THAT(lines[10], Catch::Matchers::StartsWith("5,eval,loss,"));
+  if (std::system("command -v gnuplot > /dev/null") == 0) {
+    const std::string png = file_bytes(dir / "loss.png");
+    REQUIRE(png.size() > 1000);
+    CHECK(png.substr(1, 3) == "PNG");
+  }
+}
+
+TEST_CASE("Estimator errors say what to fix", "[estimator][errors]") {
+  const vkt::Dataset data = make_data(10, 8);
+  const vkt::ModelFn model = vkt::replicate_model_fn(mlp, {.devices = towers(2)});
+  TempDir dir;
+  vkt::Estimator estimator(model, quiet(dir.path), {{"lr", 0.01}});
+  CHECK_THAT(
+      error_of([&] { estimator.train(training_input(data, 4), {.steps = 1, .max_steps = 3}); }),
+      Contains("not both"));
+  CHECK_THAT(error_of([&] { estimator.evaluate(vkt::dataset_input(data, {.batch_size = 4})); }),
+             Contains("no checkpoint") && Contains("train the model first"));
+  CHECK_THAT(error_of([&] { estimator.predict(vkt::dataset_input(data, {.batch_size = 4})); }),
+             Contains("no checkpoint"));
+  // A batch of 5 does not divide among 2 towers: refused when the model is built.
+  CHECK_THAT(error_of([&] { estimator.train(training_input(data, 5), {.steps = 1}); }),
+             Contains("does not divide among 2 towers"));
+  CHECK_THAT(error_of([&] { vkt::dataset_input(data, {.label_columns = {"label"}}); }),
+             Contains("'label'") && Contains("x, y"));
+  CHECK_THAT(error_of([&] { vkt::dataset_input(data, {.epochs = -1}); }), Contains("epochs"));
+  TempDir other;
+  CHECK_THAT(error_of([&] { vkt::Estimator unreplicated(mlp, quiet(other.path)); }),
+             Contains("replicate_model_fn"));
+  vkt::RunConfig none = quiet(other.path);
+  none.keep_checkpoint_max = 0;
+  CHECK_THAT(error_of([&] { vkt::Estimator bad(model, none); }), Contains("keep_checkpoint_max"));
+  // 10 examples in batches of 4 without drop_remainder: the third batch is short.
+  CHECK_THAT(error_of([&] { estimator.train(vkt::dataset_input(data, {.batch_size = 4})); }),
+             Contains("batch 3 has 2 examples") && Contains("drop_remainder"));
+  CHECK_FALSE(estimator.latest_checkpoint());  // nothing was trained or saved
+}
