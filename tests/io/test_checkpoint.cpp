@@ -321,3 +321,34 @@ TEST_CASE("resume is exact: 20 steps equal 10, save, restart from the file, 10 m
   CHECK(resumed.graph.global_step() == 20);
   CHECK(snapshot(resumed.graph) == snapshot(straight->graph));
 }
+
+TEST_CASE("an evaluation graph takes its variables from a training checkpoint, slots left out") {
+  TempDir dir;
+  auto source = trained(2);
+  const std::string path = dir / "model.safetensors";
+  vkt::save_checkpoint(source->graph, path);
+  CHECK(vkt::checkpoint_global_step(path) == 2);
+
+  // The model without its optimizer: no slots.
+  vkt::Graph eval(vkt::test::shared_device(), {.seed = 5});
+  const Tensor w = eval.variable("dense/w", {3, 4}, Initializer::zeros());
+  const Tensor b = eval.variable("dense/b", {4}, Initializer::zeros());
+  // Exact matching refuses the extra slots; GraphSubset takes what the graph has.
+  CHECK_THAT(vkt::test::error_of([&] { vkt::load_checkpoint(eval, path); }),
+             Contains("in the file but not the graph"));
+  vkt::load_checkpoint(eval, path, vkt::CheckpointMatch::GraphSubset);
+  CHECK(eval.values(w) == source->graph.values(*source->graph.find_variable("dense/w")));
+  CHECK(eval.values(b) == source->graph.values(*source->graph.find_variable("dense/b")));
+  CHECK(eval.global_step() == 2);
+  // A variable the file lacks is still an error.
+  vkt::Graph bigger(vkt::test::shared_device(), {.seed = 5});
+  for (const char* name : {"dense/w", "dense/extra"}) {
+    (void)bigger.variable(name, {3, 4}, Initializer::zeros());
+  }
+  CHECK_THAT(vkt::test::error_of(
+                 [&] { vkt::load_checkpoint(bigger, path, vkt::CheckpointMatch::GraphSubset); }),
+             Contains("missing from the file: dense/extra"));
+  write_bytes(dir / "short", {'x'});
+  CHECK_THAT(vkt::test::error_of([&] { (void)vkt::checkpoint_global_step(dir / "short"); }),
+             Contains("truncated"));
+}

@@ -98,3 +98,42 @@ TEST_CASE("a batch stream makes full and short batches over epochs, in order or 
   CHECK_THAT(vkt::test::error_of([&] { vkt::BatchStream bad(all, 0, true); }),
              Contains("must be at least 1"));
 }
+
+TEST_CASE("a batch stream started at batch k gives what a whole stream gives from its k-th batch") {
+  const vkt::Dataset all = iris();
+  for (const bool drop : {true, false}) {
+    vkt::BatchStream whole(all, 32, drop, 3, 9);
+    std::vector<vkt::HostBatch> batches;
+    while (auto b = whole.next()) batches.push_back(*b);
+    for (const std::int64_t k : {0, 3, 4, 5, 9}) {  // mid-epoch, at an epoch's end, across one
+      vkt::BatchStream resumed(all, 32, drop, 3, 9, k);
+      for (std::size_t i = static_cast<std::size_t>(k); i < batches.size(); ++i) {
+        const auto b = resumed.next();
+        REQUIRE(b);
+        CHECK(b->at("x").f32 == batches[i].at("x").f32);
+        CHECK(b->at("y").i32 == batches[i].at("y").i32);
+      }
+      CHECK_FALSE(resumed.next());
+    }
+  }
+  CHECK_THAT(vkt::test::error_of([&] { vkt::BatchStream bad(all, 200, true); }),
+             Contains("150 examples make no full batch of 200"));
+}
+
+TEST_CASE("host tensors slice, pad and append rows") {
+  const vkt::HostTensor t = vkt::HostTensor::floats({3, 2}, {1, 2, 3, 4, 5, 6});
+  CHECK(t.slice_rows(1, 2).f32 == std::vector<float>{3, 4, 5, 6});
+  CHECK(t.slice_rows(1, 2).shape == vkt::Shape({2, 2}));
+  // Padding repeats the rows from the first: real values, never out of range.
+  const vkt::HostTensor padded = t.padded_rows(8);
+  CHECK(padded.shape == vkt::Shape({8, 2}));
+  CHECK(padded.f32 == std::vector<float>{1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6, 1, 2, 3, 4});
+  vkt::HostTensor labels;
+  labels.append_rows(vkt::HostTensor::ints({2}, {7, 8}));
+  labels.append_rows(vkt::HostTensor::ints({1}, {9}));
+  CHECK(labels.shape == vkt::Shape({3}));
+  CHECK(labels.i32 == std::vector<std::int32_t>{7, 8, 9});
+  CHECK_THAT(vkt::test::error_of([&] { labels.append_rows(t); }), Contains("cannot append"));
+  CHECK_THAT(vkt::test::error_of([&] { (void)t.slice_rows(2, 2); }), Contains("outside"));
+  CHECK_THAT(vkt::test::error_of([&] { (void)t.padded_rows(2); }), Contains("cannot pad"));
+}
