@@ -458,21 +458,30 @@ std::vector<float> TowerRun::variable(const std::string& name) {
   return g.values(*var);
 }
 
+std::vector<Graph*> TowerRun::share_graphs() const {
+  std::vector<Graph*> graphs;
+  for (const Share& share : shares_) graphs.push_back(share.graph.get());
+  return graphs;
+}
+
 void TowerRun::save(const std::string& path) {
-  if (!shares_.empty()) {
-    throw Error(
-        "checkpoints of the RoundRobin variable mode are not supported yet: its variables "
-        "are spread over the devices; use SharedLocalParameterServer or Mirrored");
+  if (!shares_.empty()) {  // RoundRobin: the masters and slots of every share, one file
+    save_checkpoint(share_graphs(), global_step(), path);
+    return;
   }
   save_checkpoint(variables_graph(), path);
 }
 
 void TowerRun::restore(const std::string& path) {
-  if (!shares_.empty()) {
-    throw Error("checkpoints of the RoundRobin variable mode are not supported yet");
-  }
   const CheckpointMatch match =
       mode_ == Mode::Train ? CheckpointMatch::Exact : CheckpointMatch::GraphSubset;
+  if (!shares_.empty()) {
+    // The shares first: a mismatch is reported before anything changed. Each
+    // tower then takes its own variables straight from the same, checked file.
+    load_checkpoint(share_graphs(), path, match);
+    for (Tower& t : towers_) load_checkpoint(*t.graph, path, CheckpointMatch::GraphSubset);
+    return;
+  }
   if (master_) {
     load_checkpoint(*master_, path, match);
     for (Tower& t : towers_) {

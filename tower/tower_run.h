@@ -56,7 +56,8 @@ class TowerRun {
   /// A variable's value (the master copy with several towers).
   std::vector<float> variable(const std::string& name);
   /// Saves every variable, slot and the global step as a safetensors checkpoint
-  /// (the masters; with Mirrored, tower 0's replica, which every tower equals).
+  /// (the masters; with Mirrored, tower 0's replica, which every tower equals;
+  /// with RoundRobin, every device's share in one file).
   void save(const std::string& path);
   /// Loads a checkpoint made by save() for the same model and sends the values
   /// to every tower. vkt::Error (with nothing loaded) when it does not match.
@@ -114,6 +115,7 @@ class TowerRun {
   /// A new Instance whose device `index` is the root instance's device `index`.
   static std::unique_ptr<Instance> own_instance(const Instance& root, std::uint32_t index);
   Graph& variables_graph() const;
+  std::vector<Graph*> share_graphs() const;
 
   ReplicateOptions options_;
   std::vector<Tower> towers_;

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <vector>
 
 #include "../graph/graph.h"
@@ -140,20 +141,27 @@ std::uint64_t parse_u64(const std::string& path, const char* key, const std::str
 }
 
 // Names missing from the file, extra in it, or with another shape, listed.
-void check_matches_graph(const std::string& path, const Graph& graph,
+void check_matches_graph(const std::string& path, std::span<Graph* const> graphs,
                          const std::map<std::string, Entry>& entries, CheckpointMatch match) {
   std::vector<std::string> missing, extra, reshaped;
-  for (const Variable& v : graph.variables()) {
-    const auto it = entries.find(v.tensor.name());
-    if (it == entries.end()) {
-      missing.push_back(v.tensor.name());
-    } else if (it->second.dims != v.tensor.shape().dims()) {
-      reshaped.push_back(fmt::format("'{}' is {} in the file but {} in the graph", v.tensor.name(),
-                                     shape_str(it->second.dims), v.tensor.shape().str()));
+  for (const Graph* graph : graphs) {
+    for (const Variable& v : graph->variables()) {
+      const auto it = entries.find(v.tensor.name());
+      if (it == entries.end()) {
+        missing.push_back(v.tensor.name());
+      } else if (it->second.dims != v.tensor.shape().dims()) {
+        reshaped.push_back(fmt::format("'{}' is {} in the file but {} in the graph",
+                                       v.tensor.name(), shape_str(it->second.dims),
+                                       v.tensor.shape().str()));
+      }
     }
   }
+  const auto in_a_graph = [&](const std::string& name) {
+    return std::any_of(graphs.begin(), graphs.end(),
+                       [&](const Graph* g) { return g->find_variable(name).has_value(); });
+  };
   for (const auto& [name, e] : entries) {
-    if (match == CheckpointMatch::Exact && !graph.find_variable(name)) extra.push_back(name);
+    if (match == CheckpointMatch::Exact && !in_a_graph(name)) extra.push_back(name);
   }
   if (missing.empty() && extra.empty() && reshaped.empty()) return;
   std::string problem = "its variables do not match the graph's:";
@@ -171,21 +179,29 @@ void check_matches_graph(const std::string& path, const Graph& graph,
 }  // namespace
 
 void save_checkpoint(Graph& graph, const std::string& path) {
+  Graph* const graphs[] = {&graph};
+  save_checkpoint(graphs, graph.global_step(), path);
+}
+
+void save_checkpoint(std::span<Graph* const> graphs, std::uint64_t global_step,
+                     const std::string& path) {
   json header = json::object();
   json listing = json::array();
   std::vector<char> data;
-  for (const Variable& v : graph.variables()) {
-    const std::vector<float> values = graph.values(v.tensor);
-    const std::size_t begin = data.size();
-    data.resize(begin + values.size() * sizeof(float));
-    std::memcpy(data.data() + begin, values.data(), values.size() * sizeof(float));
-    header[v.tensor.name()] = {{"dtype", "F32"},
-                               {"shape", v.tensor.shape().dims()},
-                               {"data_offsets", {begin, data.size()}}};
-    listing.push_back({{"name", v.tensor.name()}, {"shape", v.tensor.shape().dims()}});
+  for (Graph* graph : graphs) {
+    for (const Variable& v : graph->variables()) {
+      const std::vector<float> values = graph->values(v.tensor);
+      const std::size_t begin = data.size();
+      data.resize(begin + values.size() * sizeof(float));
+      std::memcpy(data.data() + begin, values.data(), values.size() * sizeof(float));
+      header[v.tensor.name()] = {{"dtype", "F32"},
+                                 {"shape", v.tensor.shape().dims()},
+                                 {"data_offsets", {begin, data.size()}}};
+      listing.push_back({{"name", v.tensor.name()}, {"shape", v.tensor.shape().dims()}});
+    }
   }
   header["__metadata__"] = {{"format", kFormat},
-                            {"global_step", std::to_string(graph.global_step())},
+                            {"global_step", std::to_string(global_step)},
                             {"crc32", std::to_string(crc32_of(data))},
                             {"variables", listing.dump()}};
   std::string text = header.dump();
@@ -244,6 +260,12 @@ std::uint64_t checkpoint_global_step(const std::string& path) {
 }
 
 void load_checkpoint(Graph& graph, const std::string& path, CheckpointMatch match) {
+  Graph* const graphs[] = {&graph};
+  load_checkpoint(graphs, path, match);
+}
+
+void load_checkpoint(std::span<Graph* const> graphs, const std::string& path,
+                     CheckpointMatch match) {
   const std::vector<char> file = read_file(path);
   const auto [header, header_size] = read_header(path, file);
   const json& meta = header["__metadata__"];
@@ -263,16 +285,18 @@ void load_checkpoint(Graph& graph, const std::string& path, CheckpointMatch matc
   }
   const std::uint64_t step =
       parse_u64(path, "global_step", metadata_string(path, meta, "global_step"));
-  check_matches_graph(path, graph, entries, match);
+  check_matches_graph(path, graphs, entries, match);
 
   // Everything is checked: from here on nothing can refuse the file.
-  for (const Variable& v : graph.variables()) {
-    const Entry& e = entries.at(v.tensor.name());
-    std::vector<float> values((e.end - e.begin) / sizeof(float));
-    std::memcpy(values.data(), data.data() + e.begin, e.end - e.begin);
-    graph.assign(v.tensor, values);
+  for (Graph* graph : graphs) {
+    for (const Variable& v : graph->variables()) {
+      const Entry& e = entries.at(v.tensor.name());
+      std::vector<float> values((e.end - e.begin) / sizeof(float));
+      std::memcpy(values.data(), data.data() + e.begin, e.end - e.begin);
+      graph->assign(v.tensor, values);
+    }
+    graph->set_global_step(step);
   }
-  graph.set_global_step(step);
 }
 
 }  // namespace vkt

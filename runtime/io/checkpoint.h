@@ -11,6 +11,7 @@
 // string listing every variable's name and shape, in creation order).
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 namespace vkt {
@@ -37,6 +38,16 @@ enum class CheckpointMatch {
 /// names and shapes). Any problem is a vkt::Error naming the file and the first
 /// problem, thrown before any variable changes.
 void load_checkpoint(Graph& graph, const std::string& path,
+                     CheckpointMatch match = CheckpointMatch::Exact);
+
+/// One checkpoint of the variables of several graphs (a model whose variables
+/// are spread over devices, as TowerRun's RoundRobin mode spreads them), saved
+/// with `global_step`. Names must be unique across the graphs.
+void save_checkpoint(std::span<Graph* const> graphs, std::uint64_t global_step,
+                     const std::string& path);
+/// Loads such a checkpoint: every graph's variables, as `match` says, and
+/// every graph's global step; all checks before anything changes.
+void load_checkpoint(std::span<Graph* const> graphs, const std::string& path,
                      CheckpointMatch match = CheckpointMatch::Exact);
 
 /// The global step a checkpoint was written at, from its header alone (the

@@ -1,7 +1,8 @@
 // vkt-linear: the README's scalar example as the shortest complete use of the API.
 // One variable c = 10, predictions = features * c, loss = sum |labels - predictions|,
-// SGD with learning rate 1, replicated on the chosen devices. The global batch is
-// features = labels = [[1], [2]], then [[1.5], [2.5]], alternating.
+// SGD with learning rate 1, replicated on the chosen devices and trained by a
+// vkt::Estimator. The global batch is features = labels = [[1], [2]], then
+// [[1.5], [2.5]], alternating. Run again with the same --model-dir, it resumes.
 //
 //   vkt-linear --devices 0,0 --reduction sum --steps 2    # ends with c=3
 //   vkt-linear --devices 0,0 --reduction mean --steps 1   # ends with c=8.5
@@ -9,11 +10,17 @@
 #include <CLI/CLI.hpp>
 
 #include <vktower/tower/device_list.h>
+#include <vktower/tower/estimator.h>
 #include <vktower/tower/replicate.h>
-#include <vktower/tower/tower_run.h>
 #include <vktower/vktower.h>
-#include <cstdlib>
+
+#include <algorithm>
+#include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace {
 
@@ -21,9 +28,66 @@ vkt::EstimatorSpec linear_model(vkt::ModelContext& ctx, const vkt::TensorDict& f
                                 const vkt::TensorDict& labels, vkt::Mode mode, const vkt::Params&) {
   const vkt::Tensor c = ctx.graph().variable("c", {}, vkt::Initializer::constant(10.0f));
   const vkt::Tensor predictions = features.at("x") * c;
-  const vkt::Tensor loss = vkt::reduce_sum(vkt::abs(labels.at("y") - predictions));
-  vkt::TowerOptimizer sgd(std::make_unique<vkt::SGD>(1.0f));
-  return {.mode = mode, .loss = loss, .train_op = sgd.minimize(loss)};
+  vkt::EstimatorSpec spec{.mode = mode, .predictions = {{"y", predictions}}};
+  if (mode == vkt::Mode::Predict) return spec;
+  spec.loss = vkt::reduce_sum(vkt::abs(labels.at("y") - predictions));
+  if (mode == vkt::Mode::Train) {
+    vkt::TowerOptimizer sgd(std::make_unique<vkt::SGD>(1.0f));
+    spec.train_op = sgd.minimize(spec.loss);
+  }
+  return spec;
+}
+
+/// The README's batches: x = y = [[1], [2]] on even global steps and
+/// [[1.5], [2.5]] on odd ones, repeated to fill `rows`. It starts at the
+/// global step training resumes at, so a resumed run continues the alternation.
+class AlternatingInput : public vkt::Input {
+ public:
+  AlternatingInput(std::int64_t rows, std::uint64_t step) : rows_(rows), step_(step) {}
+  std::int64_t batch_size() const override { return rows_; }
+  std::optional<vkt::Batch> next() override {
+    const float first = step_++ % 2 == 0 ? 1.0f : 1.5f;
+    std::vector<float> values(static_cast<std::size_t>(rows_));
+    for (std::int64_t r = 0; r < rows_; ++r) values[r] = first + static_cast<float>(r % 2);
+    const vkt::HostTensor t = vkt::HostTensor::floats({rows_, 1}, values);
+    return vkt::Batch{{{"x", t}}, {{"y", t}}};
+  }
+
+ private:
+  std::int64_t rows_;
+  std::uint64_t step_;
+};
+
+/// Prints every step's loss.
+class PrintLoss : public vkt::TrainingHook {
+ public:
+  void after_step(std::uint64_t global_step, float loss) override {
+    fmt::print("step {}: loss {}\n", global_step, loss);
+  }
+};
+
+/// One batch of x = 1 (for prediction: the model predicts c).
+class OnesInput : public vkt::Input {
+ public:
+  explicit OnesInput(std::int64_t rows) : rows_(rows) {}
+  std::int64_t batch_size() const override { return rows_; }
+  std::optional<vkt::Batch> next() override {
+    if (done_) return std::nullopt;
+    done_ = true;
+    const std::vector<float> x(static_cast<std::size_t>(rows_), 1.0f);
+    return vkt::Batch{{{"x", vkt::HostTensor::floats({rows_, 1}, x)}}, {}};
+  }
+
+ private:
+  std::int64_t rows_;
+  bool done_ = false;
+};
+
+/// c as the trained model (the newest checkpoint) predicts it for x = 1.
+float read_c(vkt::Estimator& estimator, std::int64_t rows) {
+  const vkt::HostBatch predicted = estimator.predict(
+      [rows](const vkt::InputContext&) { return std::make_unique<OnesInput>(rows); });
+  return predicted.at("y").f32.at(0);
 }
 
 }  // namespace
@@ -33,47 +97,55 @@ int main(int argc, char** argv) {
       "vkt-linear: the scalar model of the README (c = 10, SGD, loss sum |y - x c|) trained on "
       "every chosen Vulkan device"};
   std::string devices = "all";
-  int steps = 2;
+  std::uint64_t steps = 2;
+  std::uint64_t seed = 0;
   std::string reduction = "sum_by_nonzero_weights";
   std::string model_dir;
   app.add_option("--devices", devices, "devices, e.g. 0,0 or all (VKT_DEVICES overrides)")
       ->capture_default_str();
-  app.add_option("--steps", steps, "training steps")
+  app.add_option("--steps", steps, "training steps (more, when resuming)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--reduction", reduction, "how tower losses combine")
       ->capture_default_str()
       ->check(CLI::IsMember({"sum", "mean", "sum_by_nonzero_weights"}));
-  app.add_option("--model-dir", model_dir, "accepted; used once checkpoints exist");
+  app.add_option("--model-dir", model_dir,
+                 "checkpoints; resumes from it (default: a new temporary dir)");
+  app.add_option("--seed", seed, "the graph seed (c starts at 10 whatever it is)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {
-    vkt::Instance instance;
     const std::map<std::string, vkt::LossReduction> reductions = {
         {"sum", vkt::LossReduction::Sum},
         {"mean", vkt::LossReduction::Mean},
         {"sum_by_nonzero_weights", vkt::LossReduction::SumByNonzeroWeights}};
-    const std::vector<std::uint32_t> towers =
-        vkt::device_list_from_environment(instance, vkt::parse_device_list(devices, instance));
+    std::vector<std::uint32_t> towers;
+    std::string device_name;
+    {
+      vkt::Instance instance;  // only to read the device list; the Estimator opens its own
+      towers =
+          vkt::device_list_from_environment(instance, vkt::parse_device_list(devices, instance));
+      device_name = instance.device(towers.front()).name;
+    }
     const auto n = static_cast<std::int64_t>(towers.size());
     // One row per tower; on two towers, the README's two alternating batches.
     const std::int64_t rows = std::max<std::int64_t>(n, 2) / n * n;
-    const auto replicated = vkt::replicate_model_fn(
-        linear_model, {.loss_reduction = reductions.at(reduction), .devices = towers});
-    vkt::ModelContext root(instance, {{"x", {{rows, 1}}}}, {{"y", {{rows, 1}}}});
-    const vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
-    fmt::print("{} tower{} on {}, reduction {}\n", n, n == 1 ? "" : "s",
-               instance.device(towers.front()).name, reduction);
-    for (int step = 0; step < steps; ++step) {
-      const float first = step % 2 == 0 ? 1.0f : 1.5f;
-      std::vector<float> values(static_cast<std::size_t>(rows));
-      for (std::int64_t r = 0; r < rows; ++r) values[r] = first + static_cast<float>(r % 2);
-      const vkt::HostBatch batch = {{"x", vkt::HostTensor::floats({rows, 1}, values)}};
-      const vkt::HostBatch labels = {{"y", vkt::HostTensor::floats({rows, 1}, values)}};
-      spec.run->train_step(batch, labels);
-      fmt::print("step {}: loss {} c {}\n", step + 1, spec.run->loss(), spec.run->variable("c")[0]);
+    vkt::Estimator estimator(
+        vkt::replicate_model_fn(linear_model,
+                                {.loss_reduction = reductions.at(reduction), .devices = towers}),
+        // Quiet: the steps print themselves (PrintLoss).
+        {.model_dir = model_dir, .random_seed = seed, .log_step_count_steps = 0, .progress = false});
+    fmt::print("{} tower{} on {}, reduction {}\n", n, n == 1 ? "" : "s", device_name, reduction);
+    if (const std::optional<std::string> checkpoint = estimator.latest_checkpoint()) {
+      fmt::print("resuming from {} at step {}\n", *checkpoint,
+                 vkt::checkpoint_global_step(*checkpoint));
     }
-    fmt::print("c={}\n", spec.run->variable("c")[0]);
+    const vkt::InputFn input = [rows](const vkt::InputContext& context) {
+      return std::make_unique<AlternatingInput>(rows, context.start_step);
+    };
+    estimator.train(input, {.steps = steps, .hooks = {std::make_shared<PrintLoss>()}});
+    fmt::print("c={}\n", read_c(estimator, rows));
     return 0;
   } catch (const vkt::Error& e) {
     fmt::print(stderr, "vkt-linear: {}\n", e.what());

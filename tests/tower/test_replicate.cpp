@@ -289,8 +289,8 @@ TEST_CASE("a replicated run saves and restores: 10 + restart + 10 steps equal 20
       {"x", HostTensor::floats({batch, 3}, {1, 2, 3, -1, 0, 2, 0.5f, 1, -2, 3, 3, 1})}};
   const HostBatch y = {{"y", HostTensor::floats({batch, 1}, {1, -1, 0.5f, 2})}};
   const std::string path = "/tmp/vkt_test_tower_resume.safetensors";
-  for (const auto mode :
-       {vkt::VariableMode::SharedLocalParameterServer, vkt::VariableMode::Mirrored}) {
+  for (const auto mode : {vkt::VariableMode::SharedLocalParameterServer,
+                          vkt::VariableMode::Mirrored, vkt::VariableMode::RoundRobin}) {
     INFO("variable mode " << static_cast<int>(mode));
     const auto make = [&](vkt::Instance& instance, std::uint64_t seed) {
       const auto replicated =
