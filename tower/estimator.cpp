@@ -109,6 +109,13 @@ Estimator::Estimator(ModelFn model_fn, RunConfig config, Params params)
 
 Estimator::~Estimator() = default;
 
+std::uint64_t Estimator::global_step() const {
+  const auto trained = built_.find(Mode::Train);
+  if (trained != built_.end()) return trained->second->run->global_step();
+  const std::optional<std::string> latest = latest_checkpoint();
+  return latest ? checkpoint_global_step(*latest) : 0;
+}
+
 std::optional<std::string> Estimator::latest_checkpoint() const {
   return CheckpointManager(config_.model_dir, config_.keep_checkpoint_max).latest();
 }
@@ -160,12 +167,8 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
     throw Error("train: give steps or max_steps, not both");
   }
   if (spec.steps && *spec.steps == 0) throw Error("train: steps is 0; give 1 or more");
-  const auto trained = built_.find(Mode::Train);
   const std::optional<std::string> latest = latest_checkpoint();
-  // The step the input resumes at, known before the model is built.
-  const std::uint64_t start = trained != built_.end() ? trained->second->run->global_step()
-                              : latest                ? checkpoint_global_step(*latest)
-                                                      : 0;
+  const std::uint64_t start = global_step();  // where the input resumes
   std::optional<std::uint64_t> last;
   if (spec.steps) last = start + *spec.steps;
   if (spec.max_steps) last = *spec.max_steps;
@@ -240,6 +243,29 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
   for (const auto& hook : hooks) hook->end();
   log_->finish(step, loss);
   return step;
+}
+
+std::map<std::string, double> Estimator::train_and_evaluate(const InputFn& train_input,
+                                                            const TrainSpec& spec,
+                                                            const InputFn& eval_input,
+                                                            std::uint64_t eval_every_steps) {
+  if (eval_every_steps == 0) throw Error("train_and_evaluate: evaluate every 1 or more steps");
+  if (!spec.steps && !spec.max_steps) {
+    throw Error("train_and_evaluate: give the training steps or max_steps");
+  }
+  if (spec.steps && spec.max_steps) throw Error("train: give steps or max_steps, not both");
+  std::uint64_t step = global_step();
+  const std::uint64_t last = spec.max_steps ? *spec.max_steps : step + *spec.steps;
+  std::map<std::string, double> result;
+  do {
+    // Each round is a train() call of its own: its input resumes at the step.
+    const std::uint64_t next = std::min(last, (step / eval_every_steps + 1) * eval_every_steps);
+    const std::uint64_t reached = train(train_input, {.max_steps = next, .hooks = spec.hooks});
+    result = evaluate(eval_input);
+    if (reached < next) break;  // a hook stopped it, or the input ended
+    step = reached;
+  } while (step < last);
+  return result;
 }
 
 std::map<std::string, double> Estimator::evaluate(const InputFn& input_fn,

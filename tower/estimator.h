@@ -73,6 +73,17 @@ class Estimator {
   /// last batch included): each entry is [examples, ...].
   HostBatch predict(const InputFn& input_fn);
 
+  /// tf.estimator.train_and_evaluate: trains to `spec.max_steps` (or
+  /// `spec.steps` more), stopping every `eval_every_steps` to evaluate on
+  /// `eval_input` (its rows go to metrics.csv and the loss curve), and once at
+  /// the end. Returns the last evaluation.
+  std::map<std::string, double> train_and_evaluate(const InputFn& train_input,
+                                                   const TrainSpec& spec, const InputFn& eval_input,
+                                                   std::uint64_t eval_every_steps);
+
+  /// The training step reached: the trained model's, else the newest
+  /// checkpoint's, else 0.
+  std::uint64_t global_step() const;
   /// The newest checkpoint of model_dir, if any.
   std::optional<std::string> latest_checkpoint() const;
   const RunConfig& config() const { return config_; }

@@ -317,3 +317,27 @@ TEST_CASE("Estimator errors say what to fix", "[estimator][errors]") {
              Contains("batch 3 has 2 examples") && Contains("drop_remainder"));
   CHECK_FALSE(estimator.latest_checkpoint());  // nothing was trained or saved
 }
+
+TEST_CASE("Estimator: train_and_evaluate evaluates every N steps and at the end",
+          "[estimator][device-matrix]") {
+  const vkt::Dataset data = make_data(16, 9);
+  TempDir dir;
+  vkt::Estimator estimator(vkt::replicate_model_fn(mlp, {.devices = towers(2)}), quiet(dir.path),
+                           {{"lr", 0.01}});
+  const std::map<std::string, double> last = estimator.train_and_evaluate(
+      training_input(data, 4), {.max_steps = 10}, vkt::dataset_input(data, {.batch_size = 4}), 4);
+  CHECK(last.at("global_step") == 10);
+  CHECK(estimator.global_step() == 10);
+  std::ifstream in(dir / "metrics.csv");
+  std::vector<std::string> evaluated;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(",eval,examples,") != std::string::npos) evaluated.push_back(line);
+  }
+  CHECK(evaluated == std::vector<std::string>{"4,eval,examples,16", "8,eval,examples,16",
+                                              "10,eval,examples,16"});
+  CHECK_THAT(error_of([&] {
+               estimator.train_and_evaluate(training_input(data, 4), {},
+                                            vkt::dataset_input(data, {.batch_size = 4}), 4);
+             }),
+             Contains("give the training steps or max_steps"));
+}
