@@ -316,6 +316,16 @@ TEST_CASE("Estimator errors say what to fix", "[estimator][errors]") {
   CHECK_THAT(error_of([&] { estimator.train(vkt::dataset_input(data, {.batch_size = 4})); }),
              Contains("batch 3 has 2 examples") && Contains("drop_remainder"));
   CHECK_FALSE(estimator.latest_checkpoint());  // nothing was trained or saved
+
+  // Another model on a model_dir written by this one (at step 3: two steps ran before the
+  // short batch): refused, naming the file.
+  estimator.train(training_input(data, 4), {.steps = 1});
+  vkt::Estimator other_model(vkt::replicate_model_fn(identity, {.devices = towers(2)}),
+                             quiet(dir.path));
+  const std::string mismatch =
+      error_of([&] { other_model.train(training_input(data, 4), {.steps = 1}); });
+  CHECK_THAT(mismatch, Contains(dir / "ckpt-3.safetensors") && Contains("do not match") &&
+                           Contains("missing from the file: w"));
 }
 
 TEST_CASE("Estimator: train_and_evaluate evaluates every N steps and at the end",
