@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The demo: installs what is missing, builds Release, and runs the main program
-# (vkt-info: every Vulkan device, with a self-test dispatch on each).
+# (vkt-digits: an MLP trained on the UCI digits on every Vulkan device, then
+# evaluated; `--devices 0,0` runs two towers on device 0, `--help` lists the flags).
 # Arguments are passed to the program.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -9,7 +10,7 @@ bash scripts/deps.sh
 bash scripts/build.sh Release
 build_dir="${VKT_BUILD_DIR:-build}"
 
-program="$build_dir/samples/vkt-info"
+program="$build_dir/samples/vkt-digits"
 if [[ ! -x "$program" ]]; then
   echo "demo: $program was not built" >&2
   exit 1

@@ -135,7 +135,10 @@ int main(int argc, char** argv) {
         vkt::replicate_model_fn(linear_model,
                                 {.loss_reduction = reductions.at(reduction), .devices = towers}),
         // Quiet: the steps print themselves (PrintLoss).
-        {.model_dir = model_dir, .random_seed = seed, .log_step_count_steps = 0, .progress = false});
+        {.model_dir = model_dir,
+         .random_seed = seed,
+         .log_step_count_steps = 0,
+         .progress = false});
     fmt::print("{} tower{} on {}, reduction {}\n", n, n == 1 ? "" : "s", device_name, reduction);
     if (const std::optional<std::string> checkpoint = estimator.latest_checkpoint()) {
       fmt::print("resuming from {} at step {}\n", *checkpoint,
@@ -145,7 +148,11 @@ int main(int argc, char** argv) {
       return std::make_unique<AlternatingInput>(rows, context.start_step);
     };
     estimator.train(input, {.steps = steps, .hooks = {std::make_shared<PrintLoss>()}});
-    fmt::print("c={}\n", read_c(estimator, rows));
+    const float c = read_c(estimator, rows);
+    if (vkt::InstanceOptions::from_environment().validation) {
+      fmt::print("validation messages: {}\n", vkt::Instance::process_validation_messages());
+    }
+    fmt::print("c={}\n", c);
     return 0;
   } catch (const vkt::Error& e) {
     fmt::print(stderr, "vkt-linear: {}\n", e.what());

@@ -1,0 +1,186 @@
+// vkt-digits: handwritten digits (the UCI 8x8 digits, samples/data/digits.csv.gz)
+// classified by an MLP 64-256-128-10 with ReLU, trained with Adam on softmax
+// cross-entropy by a vkt::Estimator on every chosen Vulkan device. Pixels are
+// scaled to [0, 1]; 20% of the examples, split off with a fixed seed, are the
+// test set. Run it again with the same --model-dir and it resumes from the
+// newest checkpoint there.
+//
+//   vkt-digits --devices 0,0    # two towers on device 0; ends with
+//                               # test_accuracy=0.98.. examples_per_s=... towers=2
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <vktower/tower/device_list.h>
+#include <vktower/tower/estimator.h>
+#include <vktower/tower/replicate.h>
+#include <vktower/vktower.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Fixed, unlike --seed: every run is tested on the same examples.
+constexpr std::uint64_t kSplitSeed = 42;
+constexpr double kTestFraction = 0.2;
+
+vkt::EstimatorSpec digits_model(vkt::ModelContext& ctx, const vkt::TensorDict& features,
+                                const vkt::TensorDict& labels, vkt::Mode mode,
+                                const vkt::Params& params) {
+  using vkt::layers::Activation;
+  using vkt::layers::dense;
+  const bool training = mode == vkt::Mode::Train;
+  // Dropout after each hidden layer: without it the test accuracy of some
+  // seeds dips to the 0.97 bar (the net fits the 1438 training digits exactly).
+  const auto rate = static_cast<float>(std::get<double>(params.at("dropout")));
+  vkt::Tensor h = dense(features.at("x"), 256, Activation::Relu, "hidden1");
+  if (training) h = vkt::dropout(h, rate, 1);
+  h = dense(h, 128, Activation::Relu, "hidden2");
+  if (training) h = vkt::dropout(h, rate, 2);
+  const vkt::Tensor logits = dense(h, 10, Activation::None, "logits");
+
+  vkt::EstimatorSpec spec{.mode = mode};
+  spec.predictions = {{"class", vkt::argmax(logits, -1)}, {"probabilities", vkt::softmax(logits)}};
+  if (mode == vkt::Mode::Predict) return spec;
+  // The weights are 0 on the rows that pad a short evaluation batch, so the
+  // eval loss is the mean over real test examples (all ones when training).
+  spec.loss = vkt::sparse_softmax_cross_entropy(labels.at("y"), logits, ctx.example_weights());
+  if (training) {
+    const auto lr = static_cast<float>(std::get<double>(params.at("learning_rate")));
+    vkt::TowerOptimizer adam([lr] { return std::make_unique<vkt::Adam>(lr); });
+    spec.train_op = adam.minimize(spec.loss);
+  } else {
+    spec.eval_metric_ops = {{"accuracy", vkt::metrics::accuracy(labels.at("y"), logits)}};
+  }
+  return spec;
+}
+
+/// Times the training steps themselves: begin() comes after the model is
+/// built (shader pipelines, first uploads), so examples/s is the steady rate.
+class Throughput : public vkt::TrainingHook {
+ public:
+  void begin() override { start_ = Clock::now(); }
+  void after_step(std::uint64_t, float) override { ++steps_; }
+  void end() override { seconds_ = std::chrono::duration<double>(Clock::now() - start_).count(); }
+  double steps_per_s() const { return seconds_ > 0 ? static_cast<double>(steps_) / seconds_ : 0; }
+
+ private:
+  Clock::time_point start_;
+  std::uint64_t steps_ = 0;
+  double seconds_ = 0;
+};
+
+struct Towers {
+  std::vector<std::uint32_t> devices;
+  std::string description;  // "0,0: llvmpipe ..."
+};
+
+/// The --devices list, replaced by VKT_DEVICES when that is set.
+Towers resolve_devices(const std::string& list) {
+  vkt::Instance instance;  // only to read the device list; the Estimator opens its own
+  Towers towers;
+  towers.devices =
+      vkt::device_list_from_environment(instance, vkt::parse_device_list(list, instance));
+  std::vector<std::string> names;
+  for (const std::uint32_t d : towers.devices) {
+    if (names.empty() || names.back() != instance.device(d).name) {
+      names.push_back(instance.device(d).name);
+    }
+  }
+  towers.description =
+      fmt::format("{}: {}", fmt::join(towers.devices, ","), fmt::join(names, ", "));
+  return towers;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Clock::time_point started = Clock::now();
+  CLI::App app{
+      "vkt-digits: an MLP 64-256-128-10 trained with Adam on the UCI handwritten digits, "
+      "replicated on every chosen Vulkan device; resumes from --model-dir"};
+  std::string devices = "all";
+  std::string model_dir;
+  std::uint64_t steps = 300;
+  std::uint64_t seed = 0;
+  std::int64_t batch_size = 192;
+  double learning_rate = 0.001;
+  double dropout = 0.2;
+  std::string data = VKT_SAMPLES_DATA_DIR "/digits.csv.gz";
+  app.add_option("--devices", devices, "devices, e.g. 0,0 or all (VKT_DEVICES overrides)")
+      ->capture_default_str();
+  app.add_option("--model-dir", model_dir,
+                 "checkpoints and metrics.csv; resumes from it (default: a new temporary dir)");
+  app.add_option("--steps", steps, "training steps (more, when resuming)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seed", seed, "initial weights, dropout and shuffling")->capture_default_str();
+  app.add_option("--batch-size", batch_size, "global batch (a multiple of the towers)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--learning-rate", learning_rate, "Adam's learning rate")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--dropout", dropout, "dropout rate after each hidden layer")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.9));
+  app.add_option("--data", data, "the digits CSV (64 pixels 0..16, then the label)")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    const vkt::Dataset all =
+        vkt::Dataset::from_csv(vkt::read_csv(data), true).map("x", [](std::span<float> pixels) {
+          for (float& p : pixels) p /= 16.0f;
+        });
+    const auto [train, test] = all.split(kTestFraction, kSplitSeed);
+    const Towers towers = resolve_devices(devices);
+    fmt::print("{} train and {} test digits; {} tower{} on devices {}\n", train.size(), test.size(),
+               towers.devices.size(), towers.devices.size() == 1 ? "" : "s", towers.description);
+
+    vkt::Estimator estimator(vkt::replicate_model_fn(digits_model, {.devices = towers.devices}),
+                             {.model_dir = model_dir, .random_seed = seed},
+                             {{"learning_rate", learning_rate}, {"dropout", dropout}});
+    if (const std::optional<std::string> checkpoint = estimator.latest_checkpoint()) {
+      fmt::print("resuming from {} at step {}\n", *checkpoint,
+                 vkt::checkpoint_global_step(*checkpoint));
+    }
+    const auto throughput = std::make_shared<Throughput>();
+    estimator.train(
+        vkt::dataset_input(
+            train,
+            {.batch_size = batch_size, .epochs = 0, .shuffle_seed = seed, .drop_remainder = true}),
+        {.steps = steps, .hooks = {throughput}});
+    const std::map<std::string, double> result =
+        estimator.evaluate(vkt::dataset_input(test, {.batch_size = batch_size}));
+    const double examples_per_s = throughput->steps_per_s() * static_cast<double>(batch_size);
+    const double wall = std::chrono::duration<double>(Clock::now() - started).count();
+
+    fmt::print("\n{:<12} {}\n", "metric", "value");
+    fmt::print("{:<12} {:.4f}\n", "loss", result.at("loss"));
+    fmt::print("{:<12} {:.4f}\n", "accuracy", result.at("accuracy"));
+    fmt::print("{:<12} {}\n", "global step", result.at("global_step"));
+    fmt::print("{:<12} {}\n", "towers", towers.devices.size());
+    fmt::print("{:<12} {}\n", "devices", towers.description);
+    fmt::print("{:<12} {:.0f}\n", "examples/s", examples_per_s);
+    fmt::print("{:<12} {:.1f} s\n", "wall time", wall);
+    fmt::print("{:<12} {}\n", "model dir", estimator.config().model_dir);
+    if (vkt::InstanceOptions::from_environment().validation) {
+      fmt::print("validation messages: {}\n", vkt::Instance::process_validation_messages());
+    }
+    fmt::print("test_accuracy={:.4f} examples_per_s={:.0f} towers={}\n", result.at("accuracy"),
+               examples_per_s, towers.devices.size());
+    return 0;
+  } catch (const vkt::Error& e) {
+    fmt::print(stderr, "vkt-digits: {}\n", e.what());
+    return 1;
+  }
+}
