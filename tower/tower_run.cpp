@@ -180,6 +180,14 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
     Tower& t = towers_.front();
     std::vector<Tensor> fetches{t.spec.loss};
     if (t.spec.train_op.valid()) fetches.push_back(t.spec.train_op);
+    // Every optimizer call runs, not only the one that became the train op:
+    // on N towers each TowerOptimizer call is applied, and one tower must
+    // train the same model (wide & deep returns one of its two calls).
+    for (const Node& node : t.graph->nodes()) {
+      if (node.op->updates_variables() && node.output.id() != t.spec.train_op.id()) {
+        fetches.push_back(node.output);
+      }
+    }
     t.scaled_loss = t.spec.loss;
     t.executor = std::make_unique<Executor>(*t.graph, fetches);
     return;
