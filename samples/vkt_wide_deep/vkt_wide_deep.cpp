@@ -72,11 +72,10 @@ vkt::EstimatorSpec wide_deep_model(vkt::ModelContext& ctx, const vkt::TensorDict
     const auto adam_lr = static_cast<float>(param(params, "learning_rate"));
     vkt::TowerOptimizer ftrl([ftrl_lr] { return std::make_unique<vkt::Ftrl>(ftrl_lr); });
     vkt::TowerOptimizer adam([adam_lr] { return std::make_unique<vkt::Adam>(adam_lr); });
-    const vkt::Tensor train_wide = ftrl.minimize(spec.loss, variables_under(ctx.graph(), "wide/"));
-    const vkt::Tensor train_deep = adam.minimize(spec.loss, variables_under(ctx.graph(), "deep/"));
-    // There is no tf.group, and one tower runs only what train_op needs: the
-    // sum (of the two learning rates, the train ops' values) makes both updates run.
-    spec.train_op = train_wide + train_deep;
+    // Two optimizers, two var_lists, one loss. Every TowerOptimizer call is
+    // applied each step, in call order: FTRL on the wide part, then Adam.
+    ftrl.minimize(spec.loss, variables_under(ctx.graph(), "wide/"));
+    spec.train_op = adam.minimize(spec.loss, variables_under(ctx.graph(), "deep/"));
   } else {
     const vkt::Tensor predicted = vkt::greater_equal(probability, ctx.graph().scalar(0.5f));
     spec.eval_metric_ops = {{"accuracy", vkt::metrics::mean(vkt::equal(predicted, y))},
