@@ -206,7 +206,7 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
   };
 
   for (const auto& hook : hooks) hook->begin();
-  log_->start(run.global_step(), last, batch_size);
+  log_->start(run.global_step(), last, batch_size, config_.save_summary_steps);
   std::uint64_t step = run.global_step();
   std::uint64_t saved_at = step;
   float loss = 0;

@@ -30,6 +30,9 @@ struct RunConfig {
   int keep_checkpoint_max = 5;
   /// The logging hook's period in steps (step, loss, examples/s, steps/s); 0: no logging hook.
   std::uint64_t log_step_count_steps = 100;
+  /// The training loss goes to metrics.csv (and the loss curve) every N steps
+  /// and at the end of train(); 0: only at the end.
+  std::uint64_t save_summary_steps = 10;
   /// Progress on the terminal: a bar when stderr is a terminal, plain lines otherwise.
   bool progress = true;
 };

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "../runtime/vulkan/error.h"
 
@@ -28,6 +29,13 @@ std::optional<fs::path> find_on_path(const std::string& program) {
     begin = end + 1;
   }
   return std::nullopt;
+}
+
+// The inside of a gnuplot single-quoted string: a quote is written twice.
+std::string quoted(const std::string& text) {
+  std::string out;
+  for (const char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out;
 }
 
 std::string duration(double seconds) {
@@ -54,10 +62,12 @@ std::string TrainingLog::plot_path() const {
 }
 
 void TrainingLog::start(std::uint64_t first_step, std::optional<std::uint64_t> last_step,
-                        std::int64_t batch_size) {
+                        std::int64_t batch_size, std::uint64_t summary_steps) {
   first_step_ = first_step;
   last_step_ = last_step;
   batch_size_ = batch_size;
+  summary_steps_ = summary_steps;
+  last_loss_row_.reset();
   started_ = std::chrono::steady_clock::now();
   last_draw_ = {};
 }
@@ -90,15 +100,16 @@ void TrainingLog::draw_bar(std::uint64_t global_step, float loss, bool final) {
 }
 
 void TrainingLog::step(std::uint64_t global_step, float loss) {
+  if (summary_steps_ > 0 && global_step % summary_steps_ == 0) {
+    append(global_step, "train", "loss", loss);
+    last_loss_row_ = global_step;
+  }
   if (progress_ && terminal_) draw_bar(global_step, loss, false);
 }
 
 void TrainingLog::rate(const StepRate& rate) {
-  append(rate.step, "train", "loss", rate.loss);
   append(rate.step, "train", "examples_per_s", rate.examples_per_s);
   append(rate.step, "train", "steps_per_s", rate.steps_per_s);
-  last_logged_step_ = rate.step;
-  logged_any_ = true;
   if (progress_ && !terminal_) {
     spdlog::info("step {}: loss {:.6g}, {:.1f} examples/s, {:.2f} steps/s", rate.step, rate.loss,
                  rate.examples_per_s, rate.steps_per_s);
@@ -106,11 +117,9 @@ void TrainingLog::rate(const StepRate& rate) {
 }
 
 void TrainingLog::finish(std::uint64_t global_step, float loss) {
-  // The curve ends at the last step even when it fell between two reports.
-  if (!logged_any_ || last_logged_step_ != global_step) {
-    append(global_step, "train", "loss", loss);
-  }
-  logged_any_ = false;
+  // The curve ends at the last step even when it fell between two summaries.
+  if (last_loss_row_ != global_step) append(global_step, "train", "loss", loss);
+  last_loss_row_ = global_step;
   if (progress_ && terminal_) {
     draw_bar(global_step, loss, true);
     std::fputc('\n', stderr);
@@ -144,22 +153,37 @@ void TrainingLog::append(std::uint64_t step, const char* phase, const std::strin
 bool TrainingLog::plot() const {
   const std::optional<fs::path> gnuplot = find_on_path("gnuplot");
   if (!gnuplot || !fs::exists(metrics_path())) return false;
+  // Each curve as a data block of its own: a curve read from the long-form file
+  // would be broken into single points by the rows of other names between them.
+  std::string train, eval;
+  std::ifstream in(metrics_path());
+  for (std::string line; std::getline(in, line);) {
+    const std::size_t a = line.find(','), b = line.find(',', a + 1), c = line.find(',', b + 1);
+    if (c == std::string::npos || line.compare(b + 1, c - b - 1, "loss") != 0) continue;
+    const std::string phase = line.substr(a + 1, b - a - 1);
+    const std::string point = line.substr(0, a) + " " + line.substr(c + 1) + "\n";
+    if (phase == "train") train += point;
+    if (phase == "eval") eval += point;
+  }
+  if (train.empty() && eval.empty()) return false;
   // Drawn beside the old picture and renamed over it: a viewer never sees half a file.
   const std::string partial = plot_path() + ".partial";
-  const std::string script = fmt::format(
+  std::string script = fmt::format(
+      "$train << EOD\n{}EOD\n$eval << EOD\n{}EOD\n"
       "set terminal pngcairo size 960,540\n"
-      "set output '{0}'\n"
-      "set datafile separator ','\n"
+      "set output '{}'\n"
       "set title 'vktower training'\n"
       "set xlabel 'global step'\n"
       "set ylabel 'loss'\n"
       "set grid\n"
-      "set key top right\n"
-      "plot '{1}' every ::1 using 1:(strcol(2) eq 'train' && strcol(3) eq 'loss' ? $4 : 1/0) "
-      "with lines lw 2 title 'training loss', "
-      "'{1}' every ::1 using 1:(strcol(2) eq 'eval' && strcol(3) eq 'loss' ? $4 : 1/0) "
-      "with linespoints pt 7 title 'evaluation loss'\n",
-      partial, metrics_path());
+      "set key top right\n",
+      train, eval, quoted(partial));
+  std::vector<std::string> curves;
+  if (!train.empty()) curves.emplace_back("$train using 1:2 with lines lw 2 title 'training loss'");
+  if (!eval.empty()) {
+    curves.emplace_back("$eval using 1:2 with linespoints pt 7 lw 2 title 'evaluation loss'");
+  }
+  script += fmt::format("plot {}\n", fmt::join(curves, ", "));
   FILE* pipe = popen(fmt::format("'{}' 2>/dev/null", gnuplot->string()).c_str(), "w");
   if (pipe == nullptr) return false;
   std::fputs(script.c_str(), pipe);

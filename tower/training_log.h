@@ -16,19 +16,23 @@ namespace vkt {
 /// examples/s, ETA) and plain log lines (spdlog) otherwise, so a log file holds
 /// no carriage returns. metrics.csv is long-form, appended across runs:
 /// `step,phase,name,value` with phase "train" (loss, examples_per_s,
-/// steps_per_s) or "eval" (loss and every metric).
+/// steps_per_s) or "eval" (loss and every metric); loss.png plots the train
+/// and eval losses from it.
 class TrainingLog {
  public:
   /// `progress` false: nothing on stderr but warnings.
   TrainingLog(std::string model_dir, bool progress);
   ~TrainingLog();
 
-  /// A training run from `first_step` towards `last_step` (unknown: no ETA).
+  /// A training run from `first_step` towards `last_step` (unknown: no ETA),
+  /// the loss kept in metrics.csv every `summary_steps` (0: at the end only).
   void start(std::uint64_t first_step, std::optional<std::uint64_t> last_step,
-             std::int64_t batch_size);
-  /// After every step: redraws the bar (at most ten times a second).
+             std::int64_t batch_size, std::uint64_t summary_steps);
+  /// After every step: redraws the bar (at most ten times a second), and the
+  /// loss row on summary steps.
   void step(std::uint64_t global_step, float loss);
-  /// The logging hook's report: a log line (or the bar's figures) and metrics.csv rows.
+  /// The logging hook's report: a log line unless the bar shows it, and the
+  /// examples/s and steps/s rows of metrics.csv.
   void rate(const StepRate& rate);
   /// The end of a training run: closes the bar, redraws loss.png.
   void finish(std::uint64_t global_step, float loss);
@@ -51,10 +55,10 @@ class TrainingLog {
   std::uint64_t first_step_ = 0;
   std::optional<std::uint64_t> last_step_;
   std::int64_t batch_size_ = 0;
+  std::uint64_t summary_steps_ = 0;
   std::chrono::steady_clock::time_point started_, last_draw_;
   bool bar_open_ = false;
-  std::uint64_t last_logged_step_ = 0;
-  bool logged_any_ = false;
+  std::optional<std::uint64_t> last_loss_row_;
 };
 
 }  // namespace vkt

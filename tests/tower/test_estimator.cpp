@@ -94,6 +94,7 @@ vkt::RunConfig quiet(const std::string& dir) {
           .random_seed = 5,
           .save_checkpoints_steps = 0,
           .log_step_count_steps = 0,
+          .save_summary_steps = 0,
           .progress = false};
 }
 
@@ -265,6 +266,7 @@ TEST_CASE(
   TempDir dir;
   vkt::RunConfig config = quiet(dir.path);
   config.log_step_count_steps = 2;
+  config.save_summary_steps = 2;
   vkt::Estimator estimator(vkt::replicate_model_fn(mlp, {.devices = towers(2)}), config,
                            {{"lr", 0.01}});
   estimator.train(training_input(data, 4), {.steps = 5});
@@ -272,12 +274,15 @@ TEST_CASE(
   std::ifstream in(dir / "metrics.csv");
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
+  // Steps 2 and 4: the logging hook's rates, then the summary's loss; step 5,
+  // the last: its loss; then the evaluation.
   REQUIRE(lines.size() == 1 + 3 * 2 + 1 + 3);
   CHECK(lines[0] == "step,phase,name,value");
-  CHECK_THAT(lines[1], Catch::Matchers::StartsWith("2,train,loss,"));
-  CHECK_THAT(lines[2], Catch::Matchers::StartsWith("2,train,examples_per_s,"));
-  CHECK_THAT(lines[4], Catch::Matchers::StartsWith("4,train,loss,"));
-  CHECK_THAT(lines[7], Catch::Matchers::StartsWith("5,train,loss,"));  // the last step
+  CHECK_THAT(lines[1], Catch::Matchers::StartsWith("2,train,examples_per_s,"));
+  CHECK_THAT(lines[2], Catch::Matchers::StartsWith("2,train,steps_per_s,"));
+  CHECK_THAT(lines[3], Catch::Matchers::StartsWith("2,train,loss,"));
+  CHECK_THAT(lines[6], Catch::Matchers::StartsWith("4,train,loss,"));
+  CHECK_THAT(lines[7], Catch::Matchers::StartsWith("5,train,loss,"));
   CHECK_THAT(lines[8], Catch::Matchers::StartsWith("5,eval,accuracy,"));
   CHECK_THAT(lines[9], Catch::Matchers::StartsWith("5,eval,examples,16"));
   CHECK_THAT(lines[10], Catch::Matchers::StartsWith("5,eval,loss,"));
