@@ -1,13 +1,13 @@
 #include "estimator.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include <filesystem>
 #include <random>
 
 #include "../runtime/io/checkpoint.h"
 #include "../runtime/io/checkpoint_manager.h"
+#include "../runtime/vulkan/detail/log.h"
 #include "../runtime/vulkan/error.h"
 #include "hooks.h"
 #include "replicate.h"
@@ -32,7 +32,7 @@ namespace {
 std::string temporary_model_dir() {
   std::random_device random;
   const fs::path dir = fs::temp_directory_path() / fmt::format("vktower-{:08x}", random());
-  spdlog::info("no model_dir given: using temporary directory {}", dir.string());
+  detail::log().info("no model_dir given: using temporary directory {}", dir.string());
   return dir.string();
 }
 
@@ -173,7 +173,8 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
   if (spec.steps) last = start + *spec.steps;
   if (spec.max_steps) last = *spec.max_steps;
   if (last && *last <= start) {
-    spdlog::info("the model is at global step {}, max_steps is {}: nothing to train", start, *last);
+    detail::log().info("the model is at global step {}, max_steps is {}: nothing to train", start,
+                       *last);
     return start;
   }
   std::unique_ptr<Input> input = input_fn(InputContext{start});
@@ -187,7 +188,7 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
     run.restore(*latest);
     b.restored = latest;
     resumed_ = true;
-    spdlog::info("resuming from {} at global step {}", *latest, run.global_step());
+    detail::log().info("resuming from {} at global step {}", *latest, run.global_step());
   }
 
   std::vector<std::shared_ptr<TrainingHook>> hooks = b.hooks;
@@ -202,7 +203,7 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
     const std::string path =
         checkpoints.save(run.global_step(), [&](const std::string& file) { run.save(file); });
     b.restored = path;
-    spdlog::debug("saved {}", path);
+    detail::log().debug("saved {}", path);
   };
 
   for (const auto& hook : hooks) hook->begin();

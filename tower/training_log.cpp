@@ -1,7 +1,6 @@
 #include "training_log.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -10,6 +9,7 @@
 #include <fstream>
 #include <vector>
 
+#include "../runtime/vulkan/detail/log.h"
 #include "../runtime/vulkan/error.h"
 
 namespace vkt {
@@ -111,8 +111,8 @@ void TrainingLog::rate(const StepRate& rate) {
   append(rate.step, "train", "examples_per_s", rate.examples_per_s);
   append(rate.step, "train", "steps_per_s", rate.steps_per_s);
   if (progress_ && !terminal_) {
-    spdlog::info("step {}: loss {:.6g}, {:.1f} examples/s, {:.2f} steps/s", rate.step, rate.loss,
-                 rate.examples_per_s, rate.steps_per_s);
+    detail::log().info("step {}: loss {:.6g}, {:.1f} examples/s, {:.2f} steps/s", rate.step,
+                       rate.loss, rate.examples_per_s, rate.steps_per_s);
   }
 }
 
@@ -136,7 +136,7 @@ void TrainingLog::evaluated(std::uint64_t global_step,
     append(global_step, "eval", name, value);
     line += fmt::format("{}{} {:.6g}", line.empty() ? "" : ", ", name, value);
   }
-  if (progress_) spdlog::info("evaluation at step {}: {}", global_step, line);
+  if (progress_) detail::log().info("evaluation at step {}: {}", global_step, line);
   plot();
 }
 
@@ -190,7 +190,7 @@ bool TrainingLog::plot() const {
   const int status = pclose(pipe);
   std::error_code ec;
   if (status != 0 || !fs::exists(partial)) {
-    spdlog::warn("gnuplot could not draw {} (exit status {})", plot_path(), status);
+    detail::log().warn("gnuplot could not draw {} (exit status {})", plot_path(), status);
     fs::remove(partial, ec);
     return false;
   }

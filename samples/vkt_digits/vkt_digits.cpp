@@ -149,10 +149,6 @@ int main(int argc, char** argv) {
     vkt::Estimator estimator(vkt::replicate_model_fn(digits_model, {.devices = towers.devices}),
                              {.model_dir = model_dir, .random_seed = seed},
                              {{"learning_rate", learning_rate}, {"dropout", dropout}});
-    if (const std::optional<std::string> checkpoint = estimator.latest_checkpoint()) {
-      fmt::print("resuming from {} at step {}\n", *checkpoint,
-                 vkt::checkpoint_global_step(*checkpoint));
-    }
     const auto throughput = std::make_shared<Throughput>();
     estimator.train(
         vkt::dataset_input(

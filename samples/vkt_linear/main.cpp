@@ -140,10 +140,6 @@ int main(int argc, char** argv) {
          .log_step_count_steps = 0,
          .progress = false});
     fmt::print("{} tower{} on {}, reduction {}\n", n, n == 1 ? "" : "s", device_name, reduction);
-    if (const std::optional<std::string> checkpoint = estimator.latest_checkpoint()) {
-      fmt::print("resuming from {} at step {}\n", *checkpoint,
-                 vkt::checkpoint_global_step(*checkpoint));
-    }
     const vkt::InputFn input = [rows](const vkt::InputContext& context) {
       return std::make_unique<AlternatingInput>(rows, context.start_step);
     };

@@ -159,10 +159,6 @@ int main(int argc, char** argv) {
         vkt::replicate_model_fn(wide_deep_model, {.devices = towers.devices}),
         {.model_dir = model_dir, .random_seed = seed},
         {{"learning_rate", learning_rate}, {"ftrl_learning_rate", ftrl_learning_rate}});
-    if (const std::optional<std::string> checkpoint = estimator.latest_checkpoint()) {
-      fmt::print("resuming from {} at step {}\n", *checkpoint,
-                 vkt::checkpoint_global_step(*checkpoint));
-    }
     estimator.train(
         vkt::dataset_input(
             train,
