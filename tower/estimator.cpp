@@ -31,8 +31,12 @@ namespace {
 
 std::string temporary_model_dir() {
   std::random_device random;
-  const fs::path dir = fs::temp_directory_path() / fmt::format("vktower-{:08x}", random());
-  detail::log().info("no model_dir given: using temporary directory {}", dir.string());
+  fs::path dir;
+  do {  // a new name: the directory is removed at the end, so it must be ours
+    dir = fs::temp_directory_path() / fmt::format("vktower-{:08x}", random());
+  } while (fs::exists(dir));
+  detail::log().info("no model_dir given: using temporary directory {} (removed at the end)",
+                     dir.string());
   return dir.string();
 }
 
@@ -97,7 +101,10 @@ Estimator::Estimator(ModelFn model_fn, RunConfig config, Params params)
     throw Error(fmt::format("RunConfig.keep_checkpoint_max is {}; keep at least 1",
                             config_.keep_checkpoint_max));
   }
-  if (config_.model_dir.empty()) config_.model_dir = temporary_model_dir();
+  if (config_.model_dir.empty()) {
+    config_.model_dir = temporary_model_dir();
+    own_model_dir_ = true;
+  }
   std::error_code ec;
   fs::create_directories(config_.model_dir, ec);
   if (ec) {
@@ -107,7 +114,31 @@ Estimator::Estimator(ModelFn model_fn, RunConfig config, Params params)
   log_ = std::make_unique<TrainingLog>(config_.model_dir, config_.progress);
 }
 
-Estimator::~Estimator() = default;
+Estimator::~Estimator() {
+  built_.clear();
+  log_.reset();
+  if (own_model_dir_) {
+    std::error_code ec;
+    fs::remove_all(config_.model_dir, ec);
+  }
+}
+
+HostTensor Estimator::variable_value(const std::string& name) const {
+  const std::optional<std::string> latest = latest_checkpoint();
+  if (!latest) {
+    throw Error(fmt::format("variable_value: model_dir '{}' has no checkpoint; train first",
+                            config_.model_dir));
+  }
+  std::map<std::string, HostTensor> values = read_checkpoint(*latest);
+  const auto it = values.find(name);
+  if (it == values.end()) {
+    std::vector<std::string> names;
+    for (const auto& [n, v] : values) names.push_back(n);
+    throw Error(fmt::format("variable_value: checkpoint '{}' has no variable '{}'; it has {}",
+                            *latest, name, fmt::join(names, ", ")));
+  }
+  return std::move(it->second);
+}
 
 std::uint64_t Estimator::global_step() const {
   const auto trained = built_.find(Mode::Train);

@@ -21,7 +21,8 @@ class TrainingLog;
 /// tf.estimator.RunConfig.
 struct RunConfig {
   /// Checkpoints, metrics.csv and loss.png go here; training resumes from the
-  /// newest checkpoint found here. Empty: a new temporary directory.
+  /// newest checkpoint found here. Empty: a new temporary directory, removed
+  /// with the Estimator.
   std::string model_dir{};
   /// The graph seed: initial variables, dropout masks.
   std::uint64_t random_seed = 0;
@@ -87,6 +88,10 @@ class Estimator {
   /// The training step reached: the trained model's, else the newest
   /// checkpoint's, else 0.
   std::uint64_t global_step() const;
+  /// A variable's value (optimizer slots included, e.g. "w/Adam/m") in the
+  /// newest checkpoint (tf.estimator's get_variable_value). vkt::Error when
+  /// there is no checkpoint or no such variable (the message lists them).
+  HostTensor variable_value(const std::string& name) const;
   /// The newest checkpoint of model_dir, if any.
   std::optional<std::string> latest_checkpoint() const;
   const RunConfig& config() const { return config_; }
@@ -105,6 +110,7 @@ class Estimator {
   std::map<Mode, std::unique_ptr<Built>> built_;
   std::unique_ptr<TrainingLog> log_;
   bool resumed_ = false;
+  bool own_model_dir_ = false;  // a temporary directory, removed with the Estimator
 };
 
 }  // namespace vkt

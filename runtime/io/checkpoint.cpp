@@ -264,39 +264,67 @@ void load_checkpoint(Graph& graph, const std::string& path, CheckpointMatch matc
   load_checkpoint(graphs, path, match);
 }
 
-void load_checkpoint(std::span<Graph* const> graphs, const std::string& path,
-                     CheckpointMatch match) {
-  const std::vector<char> file = read_file(path);
-  const auto [header, header_size] = read_header(path, file);
-  const json& meta = header["__metadata__"];
+namespace {
 
-  const std::span<const char> data(file.data() + 8 + header_size, file.size() - 8 - header_size);
+/// A file read and checked whole: header, layout, checksum and step.
+struct CheckedFile {
+  std::vector<char> bytes;
+  std::span<const char> data;
   std::map<std::string, Entry> entries;
-  for (const auto& [name, value] : header.items()) {
-    if (name != "__metadata__") entries[name] = parse_entry(path, name, value, data.size());
+  std::uint64_t step = 0;
+
+  std::vector<float> values(const std::string& name) const {
+    const Entry& e = entries.at(name);
+    std::vector<float> out((e.end - e.begin) / sizeof(float));
+    std::memcpy(out.data(), data.data() + e.begin, e.end - e.begin);
+    return out;
   }
-  check_layout(path, entries, data.size());
+};
+
+CheckedFile read_checked(const std::string& path) {
+  CheckedFile f;
+  f.bytes = read_file(path);
+  const auto [header, header_size] = read_header(path, f.bytes);
+  const json& meta = header["__metadata__"];
+  f.data =
+      std::span<const char>(f.bytes.data() + 8 + header_size, f.bytes.size() - 8 - header_size);
+  for (const auto& [name, value] : header.items()) {
+    if (name != "__metadata__") f.entries[name] = parse_entry(path, name, value, f.data.size());
+  }
+  check_layout(path, f.entries, f.data.size());
   const std::uint64_t crc = parse_u64(path, "crc32", metadata_string(path, meta, "crc32"));
-  const std::uint32_t actual = crc32_of(data);
+  const std::uint32_t actual = crc32_of(f.data);
   if (crc != actual) {
     refuse(path, fmt::format("the data section's crc32 is {} but the header records {} (the file "
                              "is corrupt)",
                              actual, crc));
   }
-  const std::uint64_t step =
-      parse_u64(path, "global_step", metadata_string(path, meta, "global_step"));
-  check_matches_graph(path, graphs, entries, match);
+  f.step = parse_u64(path, "global_step", metadata_string(path, meta, "global_step"));
+  return f;
+}
 
+}  // namespace
+
+void load_checkpoint(std::span<Graph* const> graphs, const std::string& path,
+                     CheckpointMatch match) {
+  const CheckedFile file = read_checked(path);
+  check_matches_graph(path, graphs, file.entries, match);
   // Everything is checked: from here on nothing can refuse the file.
   for (Graph* graph : graphs) {
     for (const Variable& v : graph->variables()) {
-      const Entry& e = entries.at(v.tensor.name());
-      std::vector<float> values((e.end - e.begin) / sizeof(float));
-      std::memcpy(values.data(), data.data() + e.begin, e.end - e.begin);
-      graph->assign(v.tensor, values);
+      graph->assign(v.tensor, file.values(v.tensor.name()));
     }
-    graph->set_global_step(step);
+    graph->set_global_step(file.step);
   }
+}
+
+std::map<std::string, HostTensor> read_checkpoint(const std::string& path) {
+  const CheckedFile file = read_checked(path);
+  std::map<std::string, HostTensor> out;
+  for (const auto& [name, entry] : file.entries) {
+    out[name] = HostTensor::floats(Shape(entry.dims), file.values(name));
+  }
+  return out;
 }
 
 }  // namespace vkt

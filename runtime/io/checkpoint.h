@@ -11,8 +11,11 @@
 // string listing every variable's name and shape, in creation order).
 
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
+
+#include "host_tensor.h"
 
 namespace vkt {
 
@@ -49,6 +52,10 @@ void save_checkpoint(std::span<Graph* const> graphs, std::uint64_t global_step,
 /// every graph's global step; all checks before anything changes.
 void load_checkpoint(std::span<Graph* const> graphs, const std::string& path,
                      CheckpointMatch match = CheckpointMatch::Exact);
+
+/// Every tensor of a checkpoint by name, checked as load_checkpoint checks the
+/// file: a model's values without building the model (Estimator::variable_value).
+std::map<std::string, HostTensor> read_checkpoint(const std::string& path);
 
 /// The global step a checkpoint was written at, from its header alone (the
 /// data is checked when it is loaded). vkt::Error when the header is unreadable.

@@ -14,6 +14,7 @@
 #include <vktower/tower/estimator.h>
 #include <vktower/tower/replicate.h>
 #include <vktower/vktower.h>
+#include "../sample_data.h"
 
 #include <chrono>
 #include <cstdint>
@@ -114,7 +115,7 @@ int main(int argc, char** argv) {
   std::int64_t batch_size = 192;
   double learning_rate = 0.001;
   double dropout = 0.2;
-  std::string data = VKT_SAMPLES_DATA_DIR "/digits.csv.gz";
+  std::string data = sample_data_file("digits.csv.gz");
   app.add_option("--devices", devices, "devices, e.g. 0,0 or all (VKT_DEVICES overrides)")
       ->capture_default_str();
   app.add_option("--model-dir", model_dir,

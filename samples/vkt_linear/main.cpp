@@ -66,30 +66,6 @@ class PrintLoss : public vkt::TrainingHook {
   }
 };
 
-/// One batch of x = 1 (for prediction: the model predicts c).
-class OnesInput : public vkt::Input {
- public:
-  explicit OnesInput(std::int64_t rows) : rows_(rows) {}
-  std::int64_t batch_size() const override { return rows_; }
-  std::optional<vkt::Batch> next() override {
-    if (done_) return std::nullopt;
-    done_ = true;
-    const std::vector<float> x(static_cast<std::size_t>(rows_), 1.0f);
-    return vkt::Batch{{{"x", vkt::HostTensor::floats({rows_, 1}, x)}}, {}};
-  }
-
- private:
-  std::int64_t rows_;
-  bool done_ = false;
-};
-
-/// c as the trained model (the newest checkpoint) predicts it for x = 1.
-float read_c(vkt::Estimator& estimator, std::int64_t rows) {
-  const vkt::HostBatch predicted = estimator.predict(
-      [rows](const vkt::InputContext&) { return std::make_unique<OnesInput>(rows); });
-  return predicted.at("y").f32.at(0);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -144,7 +120,7 @@ int main(int argc, char** argv) {
       return std::make_unique<AlternatingInput>(rows, context.start_step);
     };
     estimator.train(input, {.steps = steps, .hooks = {std::make_shared<PrintLoss>()}});
-    const float c = read_c(estimator, rows);
+    const float c = estimator.variable_value("c").f32.at(0);  // from the newest checkpoint
     if (vkt::InstanceOptions::from_environment().validation) {
       fmt::print("validation messages: {}\n", vkt::Instance::process_validation_messages());
     }

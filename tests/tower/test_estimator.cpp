@@ -138,6 +138,11 @@ TEST_CASE(
   CHECK(a == file_bytes(resumed / "ckpt-200.safetensors"));
   // And training moved the weights (the comparison is not of two untouched models).
   CHECK(a != file_bytes(resumed / "ckpt-100.safetensors"));
+  // The values as the Estimator reads them back from its newest checkpoint.
+  const HostTensor kernel = second.variable_value("hidden/kernel");
+  CHECK(kernel.shape == vkt::Shape({kFeatures, 8}));
+  CHECK_THAT(error_of([&] { (void)second.variable_value("nope"); }),
+             Contains("no variable 'nope'") && Contains("hidden/kernel"));
   // max_steps already reached: nothing runs, the step stays.
   CHECK(second.train(training_input(data, 8), {.max_steps = 150}) == 200);
 }
@@ -355,4 +360,19 @@ TEST_CASE("Estimator: train_and_evaluate evaluates every N steps and at the end"
                                             vkt::dataset_input(data, {.batch_size = 4}), 4);
              }),
              Contains("give the training steps or max_steps"));
+}
+
+TEST_CASE("Estimator: without a model_dir it trains in a temporary directory, removed with it",
+          "[estimator][device-matrix]") {
+  std::string dir;
+  {
+    vkt::RunConfig config = quiet("");
+    vkt::Estimator estimator(vkt::replicate_model_fn(identity, {.devices = towers(1)}), config);
+    dir = estimator.config().model_dir;
+    REQUIRE_FALSE(dir.empty());
+    estimator.train(training_input(make_data(8, 10), 4), {.steps = 2});
+    CHECK(fs::exists(fs::path(dir) / "ckpt-2.safetensors"));
+    CHECK(estimator.variable_value("w").f32 == std::vector<float>{1, 1, 1});  // SGD rate 0
+  }
+  CHECK_FALSE(fs::exists(dir));
 }
