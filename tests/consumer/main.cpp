@@ -1,10 +1,12 @@
 // Builds against an installed vktower: lists the Vulkan devices, then trains
 // DESIGN.md's scalar example one step (c = 10, SGD with learning rate 1,
-// loss = sum |y - x c| with x = y = [[1], [2]]): c must become 7.
+// loss = sum |y - x c| with x = y = [[1], [2]]): c must become 7, on one
+// graph and again through the Estimator on two towers (Sum).
 #include <vktower/vktower.h>
 
 #include <exception>
 #include <iostream>
+#include <memory>
 #include <vector>
 
 int main() {
@@ -33,7 +35,26 @@ int main() {
     const float loss_value = step.read(loss)[0];
     const float c_value = g.values(c)[0];
     std::cout << "loss " << loss_value << ", c " << c_value << "\n";
-    return loss_value == 27.0f && c_value == 7.0f ? 0 : 1;
+    if (loss_value != 27.0f || c_value != 7.0f) return 1;
+
+    const vkt::ModelFn model = [](vkt::ModelContext& ctx, const vkt::TensorDict& f,
+                                  const vkt::TensorDict& l, vkt::Mode mode, const vkt::Params&) {
+      const vkt::Tensor c = ctx.graph().variable("c", {}, vkt::Initializer::constant(10.0f));
+      const vkt::Tensor loss = vkt::reduce_sum(vkt::abs(l.at("y") - f.at("x") * c));
+      vkt::TowerOptimizer sgd(std::make_unique<vkt::SGD>(1.0f));
+      return vkt::EstimatorSpec{.mode = mode, .loss = loss, .train_op = sgd.minimize(loss)};
+    };
+    vkt::Estimator estimator(
+        vkt::replicate_model_fn(model,
+                                {.loss_reduction = vkt::LossReduction::Sum, .devices = {0, 0}}),
+        {.progress = false});
+    const vkt::HostTensor ones_twos = vkt::HostTensor::floats({2, 1}, {1, 2});
+    estimator.train(vkt::dataset_input(vkt::Dataset({{"x", ones_twos}, {"y", ones_twos}}),
+                                       {.batch_size = 2, .drop_remainder = true}),
+                    {.steps = 1});
+    const float towers_c = estimator.variable_value("c").f32.at(0);
+    std::cout << "Estimator on two towers: c " << towers_c << "\n";
+    return towers_c == 7.0f ? 0 : 1;
   } catch (const std::exception& e) {
     std::cerr << "vktower consumer: " << e.what() << "\n";
     return 1;
