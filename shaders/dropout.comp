@@ -10,7 +10,7 @@ layout(local_size_x_id = 0) in;
 #include "index.glsl"
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) readonly buffer Step { uint step_params[]; };  // step, seed
+layout(std430, binding = 1) readonly buffer Step { uint step_params[]; };  // step, seed, replica
 layout(std430, binding = 2) writeonly buffer Out { float o[]; };
 layout(push_constant) uniform Params {
   uint n;
@@ -33,7 +33,8 @@ void main() {
   uint i = linear_index();
   if (i >= n) return;
   uint h = mix32(step_params[1] ^ 0x9e3779b9u);
-  h = mix32(h ^ step_params[0]);
+  // The replica (tower) enters multiplied, so replica 0 keeps a lone graph's mask.
+  h = mix32(h ^ step_params[0] ^ (step_params[2] * 0x85ebca6bu));
   h = mix32(h ^ key);
   h = mix32(mix32(h ^ i) + key);
   o[i] = h >= threshold ? x[i] * scale : 0.0;

@@ -92,7 +92,9 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
     Tower t;
     t.instance = own_instance(instance, devices[i]);
     t.device = std::make_unique<Device>(*t.instance, devices[i]);
-    t.graph = std::make_unique<Graph>(*t.device, root.graph_options());
+    GraphOptions graph_options = root.graph_options();
+    graph_options.replica = static_cast<std::uint32_t>(i);  // its own dropout masks
+    t.graph = std::make_unique<Graph>(*t.device, graph_options);
     if (i > 0) t.graph->set_name_scope(fmt::format("tower_{}/", i));
     if (n > 1) {
       t.graph->set_attachment(std::make_unique<TowerReplication>(i, n, scale, *calls_, *t.graph));

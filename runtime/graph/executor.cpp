@@ -313,7 +313,8 @@ Ticket Executor::run() {
     all_fed_ = true;
   }
   last_.wait();
-  const std::uint32_t params[4] = {step_, static_cast<std::uint32_t>(graph_->options().seed), 0, 0};
+  const std::uint32_t params[4] = {step_, static_cast<std::uint32_t>(graph_->options().seed),
+                                   graph_->options().replica, 0};
   const std::span<std::byte> host = feed_host();
   std::memcpy(host.data() + params_offset_, params, sizeof(params));
   const ParamsContext params_context(*this);

@@ -55,6 +55,10 @@ class GraphAttachment {
 
 struct GraphOptions {
   std::uint64_t seed = 0;  ///< seeds variable initializers and dropout
+  /// Which replica of a model this graph is (replicate_model_fn gives tower i
+  /// replica i): dropout draws an independent mask per replica, while the
+  /// initializers ignore it, so every replica starts from the same values.
+  std::uint32_t replica = 0;
 };
 
 /// The graph of one tower: everything lives on one Device. Built once, run many

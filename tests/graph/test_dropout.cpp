@@ -23,8 +23,9 @@ struct DropoutGraph {
   std::vector<float> xs = vkt::test::random_floats(kN, 1, 0.5f, 1.5f);  // never 0
   std::vector<float> w = vkt::test::random_floats(kN, 2);
 
-  DropoutGraph(vkt::Device& device, std::uint64_t seed, float rate, std::uint32_t offset = 0)
-      : g(device, {.seed = seed}) {
+  DropoutGraph(vkt::Device& device, std::uint64_t seed, float rate, std::uint32_t offset = 0,
+               std::uint32_t replica = 0)
+      : g(device, {.seed = seed, .replica = replica}) {
     x = g.input("x", {kN});
     y = vkt::dropout(x, rate, offset);
     grad = vkt::gradients(vkt::reduce_sum(y * g.constant({kN}, w)), {x})[0].dense;
@@ -81,7 +82,8 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("dropout's mask depends on the seed, the step and the op, and on nothing else") {
+TEST_CASE(
+    "dropout's mask depends on the seed, the step, the replica and the op, and on nothing else") {
   vkt::Device& device = vkt::test::shared_device();
   DropoutGraph d(device, 7, 0.5f);
   vkt::Executor first(d.g, {d.y});
@@ -99,10 +101,13 @@ TEST_CASE("dropout's mask depends on the seed, the step and the op, and on nothi
   CHECK(mask_of(same.run(on_other)) == step0);
   CHECK(mask_of(same.run(on_other)) == step1);
 
-  // Another seed, another seed_offset, another dropout op of the same graph.
+  // Another seed, another replica, another seed_offset, another dropout op of the same graph.
   DropoutGraph reseeded(device, 8, 0.5f);
   vkt::Executor e_reseeded(reseeded.g, {reseeded.y});
   CHECK(count_differences(mask_of(reseeded.run(e_reseeded)), step0) > kN / 4);
+  DropoutGraph replica(device, 7, 0.5f, 0, 1);
+  vkt::Executor e_replica(replica.g, {replica.y});
+  CHECK(count_differences(mask_of(replica.run(e_replica)), step0) > kN / 4);
   DropoutGraph offset(device, 7, 0.5f, 1);
   vkt::Executor e_offset(offset.g, {offset.y});
   CHECK(count_differences(mask_of(offset.run(e_offset)), step0) > kN / 4);

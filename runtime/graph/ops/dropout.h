@@ -12,11 +12,12 @@ namespace vkt {
 /// (ExecutorOptions::training = false): x unchanged (copied).
 ///
 /// The mask is a hash of (the graph's seed, the step number of the Executor's
-/// run, this op's position in the graph mixed with `seed_offset`, the element's
-/// index): the same seed and step give the same mask on every device and run,
-/// each step draws a new one, and two dropout ops of one graph draw different
-/// ones. The gradient recomputes the mask from the same values instead of
-/// storing it. rate must lie in [0, 1), else a vkt::Error.
+/// run, the graph's replica, this op's position in the graph mixed with
+/// `seed_offset`, the element's index): the same seed and step give the same
+/// mask on every device and run, each step draws a new one, two dropout ops of
+/// one graph draw different ones, and so do the towers of a replicated model. The gradient
+/// recomputes the mask from the same values instead of storing it. rate must lie in [0, 1), else a
+/// vkt::Error.
 ///
 ///   vkt::Tensor h = vkt::dropout(vkt::relu(vkt::matmul(x, w)), 0.5f);
 Tensor dropout(const Tensor& x, float rate, std::uint32_t seed_offset = 0);
