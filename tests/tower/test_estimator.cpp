@@ -147,6 +147,32 @@ TEST_CASE(
   CHECK(second.train(training_input(data, 8), {.max_steps = 150}) == 200);
 }
 
+TEST_CASE("Estimator: Mirrored and RoundRobin train, resume bit for bit and evaluate",
+          "[estimator][device-matrix]") {
+  const vkt::Dataset data = make_data(24, 2);
+  for (const auto mode : {vkt::VariableMode::Mirrored, vkt::VariableMode::RoundRobin}) {
+    INFO("variable mode " << static_cast<int>(mode));
+    const vkt::ModelFn model =
+        vkt::replicate_model_fn(mlp, {.devices = towers(2), .variable_mode = mode});
+    TempDir straight, resumed;
+    vkt::Estimator whole(model, quiet(straight.path), {{"lr", 0.01}});
+    whole.train(training_input(data, 8), {.steps = 30});
+    {
+      vkt::Estimator first(model, quiet(resumed.path), {{"lr", 0.01}});
+      first.train(training_input(data, 8), {.steps = 20});
+    }
+    vkt::Estimator second(model, quiet(resumed.path), {{"lr", 0.01}});
+    CHECK(second.train(training_input(data, 8), {.steps = 10}) == 30);
+    CHECK(file_bytes(straight / "ckpt-30.safetensors") ==
+          file_bytes(resumed / "ckpt-30.safetensors"));
+    const auto a = whole.evaluate(vkt::dataset_input(data, {.batch_size = 8}));
+    const auto b = second.evaluate(vkt::dataset_input(data, {.batch_size = 8}));
+    CHECK(a.at("examples") == 24);
+    CHECK(a.at("loss") == b.at("loss"));
+    CHECK(a.at("accuracy") == b.at("accuracy"));
+  }
+}
+
 TEST_CASE(
     "Estimator: evaluate counts every example once on 3 towers when the last batch does "
     "not divide",
