@@ -2,7 +2,8 @@
 # The demo: installs what is missing, builds Release, and runs the main program
 # (vkt-digits: an MLP trained on the UCI digits on every Vulkan device, then
 # evaluated; `--devices 0,0` runs two towers on device 0, `--help` lists the flags).
-# Arguments are passed to the program.
+# Arguments are passed to the program. The model directory is build/vkt-digits-model
+# unless --model-dir is given: run the demo again and it resumes from there.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -15,5 +16,9 @@ if [[ ! -x "$program" ]]; then
   echo "demo: $program was not built" >&2
   exit 1
 fi
-echo "demo: running $program $*"
-exec "$program" "$@"
+args=("$@")
+if [[ " $* " != *" --model-dir"* ]]; then
+  args+=(--model-dir "$build_dir/vkt-digits-model")
+fi
+echo "demo: running $program ${args[*]}"
+exec "$program" "${args[@]}"

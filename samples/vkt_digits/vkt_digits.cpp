@@ -169,7 +169,9 @@ int main(int argc, char** argv) {
     fmt::print("{:<12} {}\n", "devices", towers.description);
     fmt::print("{:<12} {:.0f}\n", "examples/s", examples_per_s);
     fmt::print("{:<12} {:.1f} s\n", "wall time", wall);
-    fmt::print("{:<12} {}\n", "model dir", estimator.config().model_dir);
+    fmt::print("{:<12} {}{}\n", "model dir", estimator.config().model_dir,
+               model_dir.empty() ? " (temporary: removed at exit; give --model-dir to keep it)"
+                                 : " (checkpoints, metrics.csv, loss.png)");
     if (vkt::InstanceOptions::from_environment().validation) {
       fmt::print("validation messages: {}\n", vkt::Instance::process_validation_messages());
     }
