@@ -198,6 +198,9 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
     throw Error("train: give steps or max_steps, not both");
   }
   if (spec.steps && *spec.steps == 0) throw Error("train: steps is 0; give 1 or more");
+  for (std::size_t i = 0; i < spec.hooks.size(); ++i) {
+    if (!spec.hooks[i]) throw Error(fmt::format("train: hook {} of TrainSpec.hooks is null", i));
+  }
   const std::optional<std::string> latest = latest_checkpoint();
   const std::uint64_t start = global_step();  // where the input resumes
   std::optional<std::uint64_t> last;

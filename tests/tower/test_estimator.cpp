@@ -345,6 +345,13 @@ TEST_CASE("Estimator errors say what to fix", "[estimator][errors]") {
   TempDir other;
   CHECK_THAT(error_of([&] { vkt::Estimator unreplicated(mlp, quiet(other.path)); }),
              Contains("replicate_model_fn"));
+  CHECK_THAT(error_of([&] { estimator.train(training_input(data, 4), {.steps = 0}); }),
+             Contains("steps is 0"));
+  CHECK_THAT(
+      error_of([&] { estimator.train(training_input(data, 4), {.steps = 1, .hooks = {nullptr}}); }),
+      Contains("hook 0") && Contains("null"));
+  CHECK_THAT(error_of([&] { vkt::Estimator bad(model, quiet("/proc/vktower-model")); }),
+             Contains("'/proc/vktower-model' cannot be created"));
   vkt::RunConfig none = quiet(other.path);
   none.keep_checkpoint_max = 0;
   CHECK_THAT(error_of([&] { vkt::Estimator bad(model, none); }), Contains("keep_checkpoint_max"));
