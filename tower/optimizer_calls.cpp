@@ -21,14 +21,6 @@ std::vector<std::string> variable_names(const std::vector<GradVar>& grads) {
 Tensor TowerReplication::record_call(std::unique_ptr<Optimizer>& owner, Optimizer& used,
                                      std::vector<GradVar> grads) {
   const int k = next_++;
-  for (const GradVar& gv : grads) {
-    if (gv.grad.sparse()) {
-      throw Error(
-          fmt::format("variable '{}' has a sparse (embedding) gradient: reducing sparse "
-                      "gradients across towers is not supported yet; run on one tower",
-                      gv.var.name()));
-    }
-  }
   if (tower_ == 0) {
     OptimizerCalls::Call call;
     call.owned = std::move(owner);  // null when an earlier call already took it

@@ -208,6 +208,19 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
         "the model function made no TowerOptimizer call: training on several towers needs "
         "one (train_op = tower_optimizer.minimize(loss))");
   }
+  if (options.variable_mode != VariableMode::SharedLocalParameterServer) {
+    for (const OptimizerCalls::Call& call : calls_->calls) {
+      for (const GradVar& gv : call.per_tower[0]) {
+        if (!gv.grad.sparse()) continue;
+        throw Error(fmt::format(
+            "variable '{}' has a sparse (embedding) gradient: sparse gradients on several "
+            "towers need VariableMode::SharedLocalParameterServer (the default variable "
+            "mode), not {}; use it, or run on one tower",
+            gv.var.name(),
+            options.variable_mode == VariableMode::Mirrored ? "Mirrored" : "RoundRobin"));
+      }
+    }
+  }
   const bool mirrored = options.variable_mode == VariableMode::Mirrored;
   std::vector<std::vector<Tensor>> updates(static_cast<std::size_t>(n));
   if (mirrored) build_mirrored_updates(updates);  // slots first: they are variables
@@ -216,7 +229,14 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
     t.scaled_loss = scale != 1.0f ? t.spec.loss * scale : t.spec.loss;
     std::vector<Tensor> fetches{t.scaled_loss};
     for (const OptimizerCalls::Call& call : calls_->calls) {
-      for (const GradVar& gv : call.per_tower[i]) t.gradients.push_back(gv.grad.dense);
+      for (const GradVar& gv : call.per_tower[i]) {
+        if (gv.grad.sparse()) {  // its rows go to the master as they are, not summed
+          t.gradients.push_back(gv.grad.values);
+          t.gradients.push_back(gv.grad.indices);
+        } else {
+          t.gradients.push_back(gv.grad.dense);
+        }
+      }
     }
     fetches.insert(fetches.end(), t.gradients.begin(), t.gradients.end());
     t.executor = std::make_unique<Executor>(*t.graph, fetches);
@@ -243,116 +263,6 @@ std::unique_ptr<Instance> TowerRun::own_instance(const Instance& root, std::uint
   return instance;
 }
 
-void TowerRun::build_master(const Instance& root, const std::vector<std::uint32_t>& devices) {
-  Tower& first = towers_.front();
-  const std::uint32_t index = options_.consolidation_device.value_or(devices.front());
-  master_instance_ = own_instance(root, index);
-  master_device_ = std::make_unique<Device>(*master_instance_, index);
-  master_ = std::make_unique<Graph>(*master_device_, first.graph->options());
-  // The masters in tower 0's order: the variable arenas then share a layout,
-  // and the weights go back to every tower in one copy.
-  for (const Variable& v : first.graph->variables()) {
-    master_->variable(v.tensor.name(), v.tensor.shape(), v.initializer, v.trainable);
-  }
-  // The summed gradients in tower 0's gradient-arena order, for the same reason.
-  std::vector<std::pair<std::size_t, Tensor>> by_offset;
-  for (const Tensor& g : first.gradients)
-    by_offset.emplace_back(first.executor->range(g).offset, g);
-  std::sort(by_offset.begin(), by_offset.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::map<int, Tensor> external;  // tower 0 gradient id -> master gradient
-  for (const auto& [offset, g] : by_offset) {
-    const Tensor var = Tensor(first.graph.get(), first.graph->info(g).gradient_of);
-    external[g.id()] = master_->external_gradient(*master_->find_variable(var.name()));
-  }
-  std::vector<Tensor> updates;
-  for (const OptimizerCalls::Call& call : calls_->calls) {
-    std::vector<GradVar> gvs;
-    for (const GradVar& gv : call.per_tower[0]) {
-      gvs.push_back(
-          {Gradient{external.at(gv.grad.dense.id())}, *master_->find_variable(gv.var.name())});
-    }
-    updates.push_back(call.optimizer->apply_gradients(gvs));
-  }
-  master_executor_ = std::make_unique<Executor>(*master_, updates);
-
-  for (const auto& [offset, g] : by_offset) {
-    if (master_executor_->range(external.at(g.id())).offset != offset) {
-      throw Error("internal: the master's gradient arena does not line up with tower 0's");
-    }
-  }
-  std::vector<BufferRange> arenas;
-  for (Tower& t : towers_) {
-    for (const Variable& v : t.graph->variables()) {
-      if (master_->variable_range(*master_->find_variable(v.tensor.name())).offset !=
-          t.graph->variable_range(v.tensor).offset) {
-        throw Error(fmt::format("internal: variable '{}' lies elsewhere in the master's arena",
-                                v.tensor.name()));
-      }
-    }
-    arenas.emplace_back(t.executor->gradient_arena());
-    t.weights_back = std::make_unique<CrossDeviceCopy>(
-        BufferRange(master_->variable_arena(), 0, t.graph->variable_arena().size()),
-        t.graph->variable_arena());
-  }
-  reducer_ =
-      std::make_unique<GradientReducer>(arenas, BufferRange(master_executor_->gradient_arena()));
-}
-
-void TowerRun::build_mirrored_updates(std::vector<std::vector<Tensor>>& updates) {
-  for (std::size_t i = 0; i < towers_.size(); ++i) {
-    Tower& t = towers_[i];
-    // The towers' calls are recorded; from here on the tower's graph takes the
-    // updates itself, so it is no longer a replica that must defer them.
-    t.graph->set_attachment(nullptr);
-    // The summed gradients arrive as external gradients in the order the
-    // forward executor will place the tower's own (by tensor id), so the gradient
-    // arenas of both programs share one layout and the sum lands in one copy.
-    std::vector<Tensor> grads;
-    for (const OptimizerCalls::Call& call : calls_->calls) {
-      for (const GradVar& gv : call.per_tower[i]) grads.push_back(gv.grad.dense);
-    }
-    std::vector<Tensor> sorted = grads;
-    std::sort(sorted.begin(), sorted.end(),
-              [](const Tensor& a, const Tensor& b) { return a.id() < b.id(); });
-    std::map<int, Tensor> external;
-    for (const Tensor& g : sorted) {
-      external[g.id()] =
-          t.graph->external_gradient(Tensor(t.graph.get(), t.graph->info(g).gradient_of));
-    }
-    for (const OptimizerCalls::Call& call : calls_->calls) {
-      std::vector<GradVar> gvs;
-      for (const GradVar& gv : call.per_tower[i]) {
-        gvs.push_back({Gradient{external.at(gv.grad.dense.id())}, gv.var});
-      }
-      // Tower 0's optimizer object serves every tower: its slots are kept per graph.
-      updates[i].push_back(call.optimizer->apply_gradients(gvs));
-    }
-  }
-}
-
-void TowerRun::build_mirrored(const Instance& root, const std::vector<std::uint32_t>& devices,
-                              std::vector<std::vector<Tensor>>& updates) {
-  const std::uint32_t index = options_.consolidation_device.value_or(devices.front());
-  master_instance_ = own_instance(root, index);
-  master_device_ = std::make_unique<Device>(*master_instance_, index);
-  std::vector<BufferRange> arenas;
-  for (std::size_t i = 0; i < towers_.size(); ++i) {
-    Tower& t = towers_[i];
-    t.updates = std::make_unique<Executor>(*t.graph, updates[i]);
-    if (t.updates->gradient_arena().size() != t.executor->gradient_arena().size()) {
-      throw Error("internal: a tower's update program does not line up with its gradients");
-    }
-    arenas.emplace_back(t.executor->gradient_arena());
-  }
-  reducer_ = std::make_unique<GradientReducer>(arenas, *master_device_);
-  for (Tower& t : towers_) {
-    t.sum_in = std::make_unique<CrossDeviceCopy>(
-        BufferRange(*reducer_->sum().buffer, 0, t.updates->gradient_arena().size()),
-        t.updates->gradient_arena());
-  }
-}
-
 TowerRun::~TowerRun() {
   // Whatever records on another object's device goes first.
   for (Share& share : shares_) {
@@ -364,6 +274,7 @@ TowerRun::~TowerRun() {
   reducer_.reset();
   for (Tower& t : towers_) {
     t.weights_back.reset();
+    t.sparse_in.clear();
     t.sum_in.reset();
     t.updates.reset();
   }
@@ -427,7 +338,10 @@ void TowerRun::train_step(const HostBatch& features, const HostBatch& labels) {
     times_ = {ms(start, towers_done), 0, ms(towers_done, Clock::now()), 0};
     return;
   }
-  const Ticket summed = reducer_->run(done);
+  const Ticket summed = reducer_ ? reducer_->run(done) : Ticket{};
+  for (std::size_t i = 0; i < towers_.size(); ++i) {  // sparse rows, concatenated
+    for (const auto& copy : towers_[i].sparse_in) copy->run({&done[i], 1});
+  }
   summed.wait();
   const Clock::time_point reduced = Clock::now();
   if (!master_) {  // Mirrored: the sum to every tower, each updates its own replica

@@ -93,6 +93,9 @@ class TowerRun {
     bool takes_example_weights = false;
     std::unique_ptr<Executor> executor;
     std::unique_ptr<CrossDeviceCopy> weights_back;
+    // SharedLocalParameterServer: its rows of every sparse gradient into the
+    // master's (values and indices, per sparse gradient in call order).
+    std::vector<std::unique_ptr<CrossDeviceCopy>> sparse_in;
     // Mirrored: the tower's own update program and the copy of the summed
     // gradients into its gradient arena.
     std::unique_ptr<Executor> updates;

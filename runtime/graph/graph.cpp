@@ -98,6 +98,26 @@ Tensor Graph::external_gradient(const Tensor& variable) {
   return add_tensor(std::move(t));
 }
 
+Gradient Graph::external_sparse_gradient(const Tensor& variable, std::int64_t rows) {
+  const TensorInfo& v = info(variable);
+  if (v.kind != TensorKind::Variable || v.shape.rank() < 1 || rows < 1) {
+    throw Error(fmt::format(
+        "external_sparse_gradient: '{}' is not a variable with rows, or {} rows were asked for",
+        v.name, rows));
+  }
+  std::vector<std::int64_t> dims = v.shape.dims();
+  dims[0] = rows;
+  const std::string name = v.name;
+  TensorInfo values{Shape(dims), DType::F32, TensorKind::External,
+                    "external_gradient/" + name + "/values"};
+  values.gradient_of = variable.id();
+  TensorInfo indices{Shape{rows}, DType::I32, TensorKind::External,
+                     "external_gradient/" + name + "/indices"};
+  indices.gradient_of = variable.id();
+  const Tensor values_tensor = add_tensor(std::move(values));
+  return Gradient{.values = values_tensor, .indices = add_tensor(std::move(indices))};
+}
+
 std::optional<Tensor> Graph::find_input(const std::string& name) const {
   auto found = inputs_.find(name);
   if (found == inputs_.end()) return std::nullopt;

@@ -89,6 +89,11 @@ class Graph {
   /// A gradient of `variable` that the Executor places in its gradient arena
   /// and that something outside the graph writes before each run.
   Tensor external_gradient(const Tensor& variable);
+  /// A sparse gradient of `variable` (values [rows, row shape...] f32, indices
+  /// [rows] i32) whose two tensors the Executor places in its gradient arena,
+  /// after the dense ones made earlier, and that something outside the graph
+  /// writes before each run (the towers' rows, concatenated in tower order).
+  Gradient external_sparse_gradient(const Tensor& variable, std::int64_t rows);
   std::optional<Tensor> find_input(const std::string& name) const;
   /// A constant tensor (values uploaded once). `values.size()` must equal the shape's elements.
   Tensor constant(const Shape& shape, std::span<const float> values);

@@ -1,0 +1,200 @@
+// TowerRun's consolidation device: the SharedLocalParameterServer master graph
+// (the masters, the summed dense gradients, the towers' sparse rows
+// concatenated, the optimizers' updates) and Mirrored's per-tower updates.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "../runtime/vulkan/error.h"
+#include "../runtime/vulkan/instance.h"
+#include "optimizer_calls.h"
+#include "tower_run.h"
+
+namespace vkt {
+
+void TowerRun::build_master(const Instance& root, const std::vector<std::uint32_t>& devices) {
+  Tower& first = towers_.front();
+  const std::uint32_t index = options_.consolidation_device.value_or(devices.front());
+  master_instance_ = own_instance(root, index);
+  master_device_ = std::make_unique<Device>(*master_instance_, index);
+  master_ = std::make_unique<Graph>(*master_device_, first.graph->options());
+  // The masters in tower 0's order: the variable arenas then share a layout,
+  // and the weights go back to every tower in one copy.
+  for (const Variable& v : first.graph->variables()) {
+    master_->variable(v.tensor.name(), v.tensor.shape(), v.initializer, v.trainable);
+  }
+  // The summed dense gradients in tower 0's gradient-arena order, for the same
+  // reason: runs of them then go to the master in one copy per tower.
+  const int n = towers();
+  std::vector<std::pair<std::size_t, Tensor>> by_offset;
+  for (const OptimizerCalls::Call& call : calls_->calls) {
+    for (const GradVar& gv : call.per_tower[0]) {
+      if (!gv.grad.sparse()) {
+        by_offset.emplace_back(first.executor->range(gv.grad.dense).offset, gv.grad.dense);
+      }
+    }
+  }
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::map<int, Tensor> external;  // tower 0 gradient id -> master gradient
+  for (const auto& [offset, g] : by_offset) {
+    const Tensor var = Tensor(first.graph.get(), first.graph->info(g).gradient_of);
+    external[g.id()] = master_->external_gradient(*master_->find_variable(var.name()));
+  }
+  // Sparse gradients are concatenated, as TensorFlow concatenates IndexedSlices:
+  // tower i's k rows at rows [i k, (i + 1) k) of the master's, so the lazy
+  // update sees the rows one tower on the whole batch would, in the same order.
+  // Made after the dense ones, they lie after them in the master's arena.
+  std::map<int, Gradient> external_sparse;  // tower 0 values id -> master gradient
+  for (const OptimizerCalls::Call& call : calls_->calls) {
+    for (const GradVar& gv : call.per_tower[0]) {
+      if (!gv.grad.sparse()) continue;
+      external_sparse[gv.grad.values.id()] = master_->external_sparse_gradient(
+          *master_->find_variable(gv.var.name()), n * gv.grad.values.shape()[0]);
+    }
+  }
+  std::vector<Tensor> updates;
+  for (const OptimizerCalls::Call& call : calls_->calls) {
+    std::vector<GradVar> gvs;
+    for (const GradVar& gv : call.per_tower[0]) {
+      const Tensor var = *master_->find_variable(gv.var.name());
+      if (gv.grad.sparse()) {
+        gvs.push_back({external_sparse.at(gv.grad.values.id()), var});
+      } else {
+        gvs.push_back({Gradient{external.at(gv.grad.dense.id())}, var});
+      }
+    }
+    updates.push_back(call.optimizer->apply_gradients(gvs));
+  }
+  master_executor_ = std::make_unique<Executor>(*master_, updates);
+
+  // The dense gradients in segments that lie alike in tower 0's arena and the
+  // master's (without sparse gradients, one segment: the whole arena).
+  struct Run {
+    std::size_t tower_offset, master_offset, end;  // end: in the tower's arena
+  };
+  std::vector<Run> runs;
+  std::size_t dense_end = 0;  // in the master's arena
+  for (const auto& [offset, g] : by_offset) {
+    const BufferRange m = master_executor_->range(external.at(g.id()));
+    if (m.offset % 16 != 0 || offset % 16 != 0) {
+      throw Error("internal: a gradient is not 16-byte aligned in its arena");
+    }
+    if (runs.empty() || offset - runs.back().tower_offset != m.offset - runs.back().master_offset) {
+      runs.push_back({offset, m.offset, offset});
+    }
+    runs.back().end = offset + m.size();
+    dense_end = std::max(dense_end, align_up(m.offset + m.size(), 16));
+  }
+  for (const auto& [id, gradient] : external_sparse) {
+    for (const Tensor& t : {gradient.values, gradient.indices}) {
+      if (master_executor_->range(t).offset < dense_end) {
+        throw Error("internal: a sparse gradient lies among the master's dense gradients");
+      }
+    }
+  }
+  std::vector<std::vector<GradientReducer::Segment>> segments;
+  for (int i = 0; i < n; ++i) {
+    Tower& t = towers_[i];
+    for (const Variable& v : t.graph->variables()) {
+      if (master_->variable_range(*master_->find_variable(v.tensor.name())).offset !=
+          t.graph->variable_range(v.tensor).offset) {
+        throw Error(fmt::format("internal: variable '{}' lies elsewhere in the master's arena",
+                                v.tensor.name()));
+      }
+    }
+    segments.emplace_back();
+    for (const Run& r : runs) {
+      segments.back().push_back(
+          {BufferRange(t.executor->gradient_arena(), r.tower_offset, r.end - r.tower_offset),
+           r.master_offset});
+    }
+    // Tower i's rows of every sparse gradient, at its place in the master's.
+    for (std::size_t c = 0; c < calls_->calls.size(); ++c) {
+      const std::vector<GradVar>& ours = calls_->calls[c].per_tower[i];
+      const std::vector<GradVar>& zeros = calls_->calls[c].per_tower[0];
+      for (std::size_t j = 0; j < ours.size(); ++j) {
+        if (!ours[j].grad.sparse()) continue;
+        const Gradient& master = external_sparse.at(zeros[j].grad.values.id());
+        for (const auto& [src, dst] : {std::pair{ours[j].grad.values, master.values},
+                                       std::pair{ours[j].grad.indices, master.indices}}) {
+          const BufferRange from = t.executor->range(src);
+          const BufferRange to = master_executor_->range(dst);
+          if (from.size() * static_cast<std::size_t>(n) != to.size()) {
+            throw Error(fmt::format(
+                "tower {} has a sparse gradient of '{}' of shape {}, but the towers' rows "
+                "make {}; every tower must run the same model",
+                i, ours[j].var.name(), src.shape().str(), dst.shape().str()));
+          }
+          t.sparse_in.push_back(std::make_unique<CrossDeviceCopy>(
+              from, BufferRange(*to.buffer, to.offset + static_cast<std::size_t>(i) * from.size(),
+                                from.size())));
+        }
+      }
+    }
+    t.weights_back = std::make_unique<CrossDeviceCopy>(
+        BufferRange(master_->variable_arena(), 0, t.graph->variable_arena().size()),
+        t.graph->variable_arena());
+  }
+  if (!runs.empty()) {
+    reducer_ = std::make_unique<GradientReducer>(
+        segments, BufferRange(master_executor_->gradient_arena(), 0, dense_end));
+  }
+}
+
+void TowerRun::build_mirrored_updates(std::vector<std::vector<Tensor>>& updates) {
+  for (std::size_t i = 0; i < towers_.size(); ++i) {
+    Tower& t = towers_[i];
+    // The towers' calls are recorded; from here on the tower's graph takes the
+    // updates itself, so it is no longer a replica that must defer them.
+    t.graph->set_attachment(nullptr);
+    // The summed gradients arrive as external gradients in the order the
+    // forward executor will place the tower's own (by tensor id), so the gradient
+    // arenas of both programs share one layout and the sum lands in one copy.
+    std::vector<Tensor> grads;
+    for (const OptimizerCalls::Call& call : calls_->calls) {
+      for (const GradVar& gv : call.per_tower[i]) grads.push_back(gv.grad.dense);
+    }
+    std::vector<Tensor> sorted = grads;
+    std::sort(sorted.begin(), sorted.end(),
+              [](const Tensor& a, const Tensor& b) { return a.id() < b.id(); });
+    std::map<int, Tensor> external;
+    for (const Tensor& g : sorted) {
+      external[g.id()] =
+          t.graph->external_gradient(Tensor(t.graph.get(), t.graph->info(g).gradient_of));
+    }
+    for (const OptimizerCalls::Call& call : calls_->calls) {
+      std::vector<GradVar> gvs;
+      for (const GradVar& gv : call.per_tower[i]) {
+        gvs.push_back({Gradient{external.at(gv.grad.dense.id())}, gv.var});
+      }
+      // Tower 0's optimizer object serves every tower: its slots are kept per graph.
+      updates[i].push_back(call.optimizer->apply_gradients(gvs));
+    }
+  }
+}
+
+void TowerRun::build_mirrored(const Instance& root, const std::vector<std::uint32_t>& devices,
+                              std::vector<std::vector<Tensor>>& updates) {
+  const std::uint32_t index = options_.consolidation_device.value_or(devices.front());
+  master_instance_ = own_instance(root, index);
+  master_device_ = std::make_unique<Device>(*master_instance_, index);
+  std::vector<BufferRange> arenas;
+  for (std::size_t i = 0; i < towers_.size(); ++i) {
+    Tower& t = towers_[i];
+    t.updates = std::make_unique<Executor>(*t.graph, updates[i]);
+    if (t.updates->gradient_arena().size() != t.executor->gradient_arena().size()) {
+      throw Error("internal: a tower's update program does not line up with its gradients");
+    }
+    arenas.emplace_back(t.executor->gradient_arena());
+  }
+  reducer_ = std::make_unique<GradientReducer>(arenas, *master_device_);
+  for (Tower& t : towers_) {
+    t.sum_in = std::make_unique<CrossDeviceCopy>(
+        BufferRange(*reducer_->sum().buffer, 0, t.updates->gradient_arena().size()),
+        t.updates->gradient_arena());
+  }
+}
+
+}  // namespace vkt
