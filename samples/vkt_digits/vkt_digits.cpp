@@ -14,6 +14,7 @@
 #include <vktower/tower/estimator.h>
 #include <vktower/tower/replicate.h>
 #include <vktower/vktower.h>
+#include "../sample_cli.h"
 #include "../sample_data.h"
 
 #include <chrono>
@@ -79,28 +80,6 @@ class Throughput : public vkt::TrainingHook {
   double seconds_ = 0;
 };
 
-struct Towers {
-  std::vector<std::uint32_t> devices;
-  std::string description;  // "0,0: llvmpipe ..."
-};
-
-/// The --devices list, replaced by VKT_DEVICES when that is set.
-Towers resolve_devices(const std::string& list) {
-  vkt::Instance instance;  // only to read the device list; the Estimator opens its own
-  Towers towers;
-  towers.devices =
-      vkt::device_list_from_environment(instance, vkt::parse_device_list(list, instance));
-  std::vector<std::string> names;
-  for (const std::uint32_t d : towers.devices) {
-    if (names.empty() || names.back() != instance.device(d).name) {
-      names.push_back(instance.device(d).name);
-    }
-  }
-  towers.description =
-      fmt::format("{}: {}", fmt::join(towers.devices, ","), fmt::join(names, ", "));
-  return towers;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -108,25 +87,11 @@ int main(int argc, char** argv) {
   CLI::App app{
       "vkt-digits: an MLP 64-256-128-10 trained with Adam on the UCI handwritten digits, "
       "replicated on every chosen Vulkan device; resumes from --model-dir"};
-  std::string devices = "all";
-  std::string model_dir;
-  std::uint64_t steps = 300;
-  std::uint64_t seed = 0;
-  std::int64_t batch_size = 192;
+  SampleFlags flags{.steps = 300, .batch_size = 192};
   double learning_rate = 0.001;
   double dropout = 0.2;
   std::string data = sample_data_file("digits.csv.gz");
-  app.add_option("--devices", devices, "devices, e.g. 0,0 or all (VKT_DEVICES overrides)")
-      ->capture_default_str();
-  app.add_option("--model-dir", model_dir,
-                 "checkpoints and metrics.csv; resumes from it (default: a new temporary dir)");
-  app.add_option("--steps", steps, "training steps (more, when resuming)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--seed", seed, "initial weights, dropout and shuffling")->capture_default_str();
-  app.add_option("--batch-size", batch_size, "global batch (a multiple of the towers)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  add_sample_flags(app, flags, "initial weights, dropout and shuffling");
   app.add_option("--learning-rate", learning_rate, "Adam's learning rate")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -143,22 +108,22 @@ int main(int argc, char** argv) {
           for (float& p : pixels) p /= 16.0f;
         });
     const auto [train, test] = all.split(kTestFraction, kSplitSeed);
-    const Towers towers = resolve_devices(devices);
+    const Towers towers = resolve_devices(flags.devices);
     fmt::print("{} train and {} test digits; {} tower{} on devices {}\n", train.size(), test.size(),
                towers.devices.size(), towers.devices.size() == 1 ? "" : "s", towers.description);
 
     vkt::Estimator estimator(vkt::replicate_model_fn(digits_model, {.devices = towers.devices}),
-                             {.model_dir = model_dir, .random_seed = seed},
+                             {.model_dir = flags.model_dir, .random_seed = flags.seed},
                              {{"learning_rate", learning_rate}, {"dropout", dropout}});
     const auto throughput = std::make_shared<Throughput>();
-    estimator.train(
-        vkt::dataset_input(
-            train,
-            {.batch_size = batch_size, .epochs = 0, .shuffle_seed = seed, .drop_remainder = true}),
-        {.steps = steps, .hooks = {throughput}});
+    estimator.train(vkt::dataset_input(train, {.batch_size = flags.batch_size,
+                                               .epochs = 0,
+                                               .shuffle_seed = flags.seed,
+                                               .drop_remainder = true}),
+                    {.steps = flags.steps, .hooks = {throughput}});
     const std::map<std::string, double> result =
-        estimator.evaluate(vkt::dataset_input(test, {.batch_size = batch_size}));
-    const double examples_per_s = throughput->steps_per_s() * static_cast<double>(batch_size);
+        estimator.evaluate(vkt::dataset_input(test, {.batch_size = flags.batch_size}));
+    const double examples_per_s = throughput->steps_per_s() * static_cast<double>(flags.batch_size);
     const double wall = std::chrono::duration<double>(Clock::now() - started).count();
 
     fmt::print("\n{:<12} {}\n", "metric", "value");
@@ -169,12 +134,7 @@ int main(int argc, char** argv) {
     fmt::print("{:<12} {}\n", "devices", towers.description);
     fmt::print("{:<12} {:.0f}\n", "examples/s", examples_per_s);
     fmt::print("{:<12} {:.1f} s\n", "wall time", wall);
-    fmt::print("{:<12} {}{}\n", "model dir", estimator.config().model_dir,
-               model_dir.empty() ? " (temporary: removed at exit; give --model-dir to keep it)"
-                                 : " (checkpoints, metrics.csv, loss.png)");
-    if (vkt::InstanceOptions::from_environment().validation) {
-      fmt::print("validation messages: {}\n", vkt::Instance::process_validation_messages());
-    }
+    print_model_dir(estimator, flags);
     fmt::print("test_accuracy={:.4f} examples_per_s={:.0f} towers={}\n", result.at("accuracy"),
                examples_per_s, towers.devices.size());
     return 0;

@@ -14,6 +14,7 @@
 #include <vktower/tower/estimator.h>
 #include <vktower/tower/replicate.h>
 #include <vktower/vktower.h>
+#include "../sample_cli.h"
 #include "../sample_data.h"
 
 #include <chrono>
@@ -87,28 +88,6 @@ vkt::EstimatorSpec wide_deep_model(vkt::ModelContext& ctx, const vkt::TensorDict
   return spec;
 }
 
-struct Towers {
-  std::vector<std::uint32_t> devices;
-  std::string description;  // "0,0: llvmpipe ..."
-};
-
-/// The --devices list, replaced by VKT_DEVICES when that is set.
-Towers resolve_devices(const std::string& list) {
-  vkt::Instance instance;  // only to read the device list; the Estimator opens its own
-  Towers towers;
-  towers.devices =
-      vkt::device_list_from_environment(instance, vkt::parse_device_list(list, instance));
-  std::vector<std::string> names;
-  for (const std::uint32_t d : towers.devices) {
-    if (names.empty() || names.back() != instance.device(d).name) {
-      names.push_back(instance.device(d).name);
-    }
-  }
-  towers.description =
-      fmt::format("{}: {}", fmt::join(towers.devices, ","), fmt::join(names, ", "));
-  return towers;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -116,25 +95,11 @@ int main(int argc, char** argv) {
   CLI::App app{
       "vkt-wide-deep: a wide (FTRL) & deep (Adam) classifier of the breast cancer data, "
       "replicated on every chosen Vulkan device; resumes from --model-dir"};
-  std::string devices = "all";
-  std::string model_dir;
-  std::uint64_t steps = 200;
-  std::uint64_t seed = 0;
-  std::int64_t batch_size = 48;
+  SampleFlags flags{.steps = 200, .batch_size = 48};
   double learning_rate = 0.001;
   double ftrl_learning_rate = 0.1;
   std::string data = sample_data_file("breast_cancer.csv");
-  app.add_option("--devices", devices, "devices, e.g. 0,0 or all (VKT_DEVICES overrides)")
-      ->capture_default_str();
-  app.add_option("--model-dir", model_dir,
-                 "checkpoints and metrics.csv; resumes from it (default: a new temporary dir)");
-  app.add_option("--steps", steps, "training steps (more, when resuming)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--seed", seed, "initial weights and shuffling")->capture_default_str();
-  app.add_option("--batch-size", batch_size, "global batch (a multiple of the towers)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  add_sample_flags(app, flags, "initial weights and shuffling");
   app.add_option("--learning-rate", learning_rate, "Adam's learning rate (the deep part)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -151,22 +116,22 @@ int main(int argc, char** argv) {
     const vkt::Standardizer standardize = vkt::Standardizer::fit(raw_train, "x");
     const vkt::Dataset train = raw_train.map("x", standardize);
     const vkt::Dataset test = raw_test.map("x", standardize);
-    const Towers towers = resolve_devices(devices);
+    const Towers towers = resolve_devices(flags.devices);
     fmt::print("{} train and {} test examples; {} tower{} on devices {}\n", train.size(),
                test.size(), towers.devices.size(), towers.devices.size() == 1 ? "" : "s",
                towers.description);
 
     vkt::Estimator estimator(
         vkt::replicate_model_fn(wide_deep_model, {.devices = towers.devices}),
-        {.model_dir = model_dir, .random_seed = seed},
+        {.model_dir = flags.model_dir, .random_seed = flags.seed},
         {{"learning_rate", learning_rate}, {"ftrl_learning_rate", ftrl_learning_rate}});
-    estimator.train(
-        vkt::dataset_input(
-            train,
-            {.batch_size = batch_size, .epochs = 0, .shuffle_seed = seed, .drop_remainder = true}),
-        {.steps = steps});
+    estimator.train(vkt::dataset_input(train, {.batch_size = flags.batch_size,
+                                               .epochs = 0,
+                                               .shuffle_seed = flags.seed,
+                                               .drop_remainder = true}),
+                    {.steps = flags.steps});
     const std::map<std::string, double> result =
-        estimator.evaluate(vkt::dataset_input(test, {.batch_size = batch_size}));
+        estimator.evaluate(vkt::dataset_input(test, {.batch_size = flags.batch_size}));
     const double wall = std::chrono::duration<double>(Clock::now() - started).count();
 
     fmt::print("\n{:<12} {}\n", "metric", "value");
@@ -177,12 +142,7 @@ int main(int argc, char** argv) {
     fmt::print("{:<12} {}\n", "towers", towers.devices.size());
     fmt::print("{:<12} {}\n", "devices", towers.description);
     fmt::print("{:<12} {:.1f} s\n", "wall time", wall);
-    fmt::print("{:<12} {}{}\n", "model dir", estimator.config().model_dir,
-               model_dir.empty() ? " (temporary: removed at exit; give --model-dir to keep it)"
-                                 : " (checkpoints, metrics.csv, loss.png)");
-    if (vkt::InstanceOptions::from_environment().validation) {
-      fmt::print("validation messages: {}\n", vkt::Instance::process_validation_messages());
-    }
+    print_model_dir(estimator, flags);
     fmt::print("test_accuracy={:.4f}\n", result.at("accuracy"));
     return 0;
   } catch (const vkt::Error& e) {

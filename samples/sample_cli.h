@@ -1,0 +1,70 @@
+#pragma once
+// What every training sample shares on its command line: the flags the samples
+// all take, the towers they name, and the closing lines of their report.
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <vktower/tower/device_list.h>
+#include <vktower/tower/estimator.h>
+#include <vktower/vktower.h>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+/// --devices, --model-dir, --steps, --seed, --batch-size.
+struct SampleFlags {
+  std::string devices = "all";
+  std::string model_dir{};
+  std::uint64_t steps = 0;
+  std::uint64_t seed = 0;
+  std::int64_t batch_size = 0;
+};
+
+/// Adds the shared flags to `app`, with `flags` holding the sample's defaults.
+inline void add_sample_flags(CLI::App& app, SampleFlags& flags, const char* seed_meaning) {
+  app.add_option("--devices", flags.devices, "devices, e.g. 0,0 or all (VKT_DEVICES overrides)")
+      ->capture_default_str();
+  app.add_option("--model-dir", flags.model_dir,
+                 "checkpoints and metrics.csv; resumes from it (default: a new temporary dir)");
+  app.add_option("--steps", flags.steps, "training steps (more, when resuming)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seed", flags.seed, seed_meaning)->capture_default_str();
+  app.add_option("--batch-size", flags.batch_size, "global batch (a multiple of the towers)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+}
+
+struct Towers {
+  std::vector<std::uint32_t> devices;
+  std::string description;  // "0,0: llvmpipe ..."
+};
+
+/// The --devices list, replaced by VKT_DEVICES when that is set.
+inline Towers resolve_devices(const std::string& list) {
+  vkt::Instance instance;  // only to read the device list; the Estimator opens its own
+  Towers towers;
+  towers.devices =
+      vkt::device_list_from_environment(instance, vkt::parse_device_list(list, instance));
+  std::vector<std::string> names;
+  for (const std::uint32_t d : towers.devices) {
+    if (names.empty() || names.back() != instance.device(d).name) {
+      names.push_back(instance.device(d).name);
+    }
+  }
+  towers.description =
+      fmt::format("{}: {}", fmt::join(towers.devices, ","), fmt::join(names, ", "));
+  return towers;
+}
+
+/// The report's last rows before the sample's result line: where the model
+/// is, and (under VKT_VALIDATION) the validation layer's message count.
+inline void print_model_dir(const vkt::Estimator& estimator, const SampleFlags& flags) {
+  fmt::print("{:<12} {}{}\n", "model dir", estimator.config().model_dir,
+             flags.model_dir.empty() ? " (temporary: removed at exit; give --model-dir to keep it)"
+                                     : " (checkpoints, metrics.csv, loss.png)");
+  if (vkt::InstanceOptions::from_environment().validation) {
+    fmt::print("validation messages: {}\n", vkt::Instance::process_validation_messages());
+  }
+}
