@@ -111,7 +111,7 @@ Estimator::Estimator(ModelFn model_fn, RunConfig config, Params params)
     throw Error(fmt::format("RunConfig.model_dir '{}' cannot be created: {}", config_.model_dir,
                             ec.message()));
   }
-  log_ = std::make_unique<TrainingLog>(config_.model_dir, config_.progress);
+  log_ = std::make_unique<TrainingLog>(config_.model_dir, config_.progress, config_.plot_loss);
 }
 
 Estimator::~Estimator() {

@@ -46,8 +46,11 @@ std::string duration(double seconds) {
 
 }  // namespace
 
-TrainingLog::TrainingLog(std::string model_dir, bool progress)
-    : dir_(std::move(model_dir)), progress_(progress), terminal_(isatty(STDERR_FILENO) == 1) {}
+TrainingLog::TrainingLog(std::string model_dir, bool progress, bool plot)
+    : dir_(std::move(model_dir)),
+      progress_(progress),
+      plot_(plot),
+      terminal_(isatty(STDERR_FILENO) == 1) {}
 
 TrainingLog::~TrainingLog() {
   if (bar_open_) std::fputc('\n', stderr);
@@ -125,7 +128,7 @@ void TrainingLog::finish(std::uint64_t global_step, float loss) {
     std::fputc('\n', stderr);
     bar_open_ = false;
   }
-  plot();
+  if (plot_) plot();
 }
 
 void TrainingLog::evaluated(std::uint64_t global_step,
@@ -137,7 +140,7 @@ void TrainingLog::evaluated(std::uint64_t global_step,
     line += fmt::format("{}{} {:.6g}", line.empty() ? "" : ", ", name, value);
   }
   if (progress_) detail::log().info("evaluation at step {}: {}", global_step, line);
-  plot();
+  if (plot_) plot();
 }
 
 void TrainingLog::append(std::uint64_t step, const char* phase, const std::string& name,

@@ -20,8 +20,8 @@ namespace vkt {
 /// and eval losses from it.
 class TrainingLog {
  public:
-  /// `progress` false: nothing on stderr but warnings.
-  TrainingLog(std::string model_dir, bool progress);
+  /// `progress` false: nothing on stderr but warnings; `plot` false: no loss.png.
+  TrainingLog(std::string model_dir, bool progress, bool plot);
   ~TrainingLog();
 
   /// A training run from `first_step` towards `last_step` (unknown: no ETA),
@@ -51,6 +51,7 @@ class TrainingLog {
 
   std::string dir_;
   bool progress_;
+  bool plot_;
   bool terminal_;
   std::uint64_t first_step_ = 0;
   std::optional<std::uint64_t> last_step_;

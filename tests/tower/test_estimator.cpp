@@ -322,6 +322,16 @@ TEST_CASE(
     REQUIRE(png.size() > 1000);
     CHECK(png.substr(1, 3) == "PNG");
   }
+  // plot_loss off: the same files but the picture.
+  TempDir unplotted;
+  vkt::RunConfig no_plot = quiet(unplotted.path);
+  no_plot.plot_loss = false;
+  vkt::Estimator plain(vkt::replicate_model_fn(mlp, {.devices = towers(2)}), no_plot,
+                       {{"lr", 0.01}});
+  plain.train(training_input(data, 4), {.steps = 2});
+  plain.evaluate(vkt::dataset_input(data, {.batch_size = 4}));
+  CHECK(fs::exists(unplotted / "metrics.csv"));
+  CHECK_FALSE(fs::exists(unplotted / "loss.png"));
 }
 
 TEST_CASE("Estimator errors say what to fix", "[estimator][errors]") {
