@@ -57,9 +57,9 @@ std::map<std::string, InputSpec> specs_of(const HostBatch& batch, std::int64_t b
 
 /// The rows of a batch (the same in every entry; vkt::Error otherwise, or when
 /// there are more than a full batch).
-std::int64_t rows_of(const Batch& batch, std::int64_t batch_size) {
+std::int64_t rows_of(const HostBatch& features, const HostBatch& labels, std::int64_t batch_size) {
   std::int64_t rows = -1;
-  for (const HostBatch* part : {&batch.features, &batch.labels}) {
+  for (const HostBatch* part : {&features, &labels}) {
     for (const auto& [name, t] : *part) {
       if (rows >= 0 && t.rows() != rows) {
         throw Error(fmt::format(
@@ -77,10 +77,11 @@ std::int64_t rows_of(const Batch& batch, std::int64_t batch_size) {
   return rows;
 }
 
-HostBatch padded(const HostBatch& batch, std::int64_t rows) {
-  HostBatch out;
-  for (const auto& [name, t] : batch) out[name] = t.padded_rows(rows);
-  return out;
+/// A short batch filled up to `rows` in place; a full one is left as it is.
+void pad(HostBatch& batch, std::int64_t rows) {
+  for (auto& [name, t] : batch) {
+    if (t.rows() < rows) t = t.padded_rows(rows);
+  }
 }
 
 }  // namespace
@@ -247,7 +248,7 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
   float loss = 0;
   try {
     for (std::uint64_t batches = 1; batch; ++batches) {
-      const std::int64_t rows = rows_of(*batch, batch_size);
+      const std::int64_t rows = rows_of(batch->features, batch->labels, batch_size);
       if (rows != batch_size) {
         throw Error(fmt::format(
             "train: batch {} has {} examples, the model's batch is {}; training needs full "
@@ -320,8 +321,10 @@ std::map<std::string, double> Estimator::evaluate(const InputFn& input_fn,
   run.reset_metrics();
   std::int64_t examples = 0;
   for (std::uint64_t n = 0; batch && (!steps || n < *steps); ++n) {
-    const std::int64_t rows = rows_of(*batch, batch_size);
-    run.evaluate_step(padded(batch->features, batch_size), padded(batch->labels, batch_size), rows);
+    const std::int64_t rows = rows_of(batch->features, batch->labels, batch_size);
+    pad(batch->features, batch_size);
+    pad(batch->labels, batch_size);
+    run.evaluate_step(batch->features, batch->labels, rows);
     examples += rows;
     batch = input->next();
   }
@@ -347,8 +350,9 @@ HostBatch Estimator::predict(const InputFn& input_fn) {
   run.restore(*latest);  // training may have rewritten it since
   HostBatch out;
   for (; batch; batch = input->next()) {
-    const std::int64_t rows = rows_of(Batch{batch->features, {}}, batch_size);
-    const HostBatch predictions = run.predict_step(padded(batch->features, batch_size));
+    const std::int64_t rows = rows_of(batch->features, {}, batch_size);
+    pad(batch->features, batch_size);
+    const HostBatch predictions = run.predict_step(batch->features);
     for (const auto& [name, t] : predictions) out[name].append_rows(t.slice_rows(0, rows));
   }
   return out;
