@@ -17,12 +17,19 @@ Shape::Shape(std::vector<std::int64_t> dims) : dims_(std::move(dims)) {
     throw Error(
         fmt::format("shape {} has rank {}; vktower tensors have rank 0 to 4", str(), rank()));
   }
+  std::int64_t elements = 1;
   for (std::int64_t d : dims_) {
     if (d < 1) throw Error(fmt::format("shape {} has a dimension below 1", str()));
+    // Division, not multiplication: the test itself must not overflow.
+    if (d > kMaxElements / elements) {
+      throw Error(fmt::format("shape {} has more than {} elements (2^48)", str(), kMaxElements));
+    }
+    elements *= d;
   }
 }
 
 std::int64_t Shape::elements() const {
+  // Cannot overflow: the constructor bounds the product by kMaxElements.
   std::int64_t n = 1;
   for (std::int64_t d : dims_) n *= d;
   return n;

@@ -14,15 +14,18 @@ enum class DType { F32, I32 };
 const char* to_string(DType dtype);
 
 /// Dimensions of a tensor, outermost first; rank 0 is a scalar. Every
-/// dimension is at least 1.
+/// dimension is at least 1 and the elements number at most kMaxElements, so
+/// element and byte counts never overflow.
 ///
 ///   vkt::Shape s{32, 10};   // rank 2, 320 elements
 class Shape {
  public:
   static constexpr int kMaxRank = 4;
+  /// 2^48 elements: more than any device holds, and 8 bytes each still fit an int64.
+  static constexpr std::int64_t kMaxElements = std::int64_t{1} << 48;
 
   Shape() = default;
-  /// Throws vkt::Error for rank > 4 or a dimension < 1.
+  /// Throws vkt::Error for rank > 4, a dimension < 1 or more than kMaxElements elements.
   Shape(std::initializer_list<std::int64_t> dims);
   explicit Shape(std::vector<std::int64_t> dims);
 

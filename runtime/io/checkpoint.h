@@ -6,9 +6,11 @@
 //   vkt::save_checkpoint(graph, "model/ckpt-100.safetensors");
 //   vkt::load_checkpoint(graph, "model/ckpt-100.safetensors");
 //
-// The "__metadata__" header object holds "format" ("vktower"), "global_step",
-// "crc32" (zlib crc32 of the data section, decimal) and "variables" (a JSON
-// string listing every variable's name and shape, in creation order).
+// The "__metadata__" header object holds "format" ("vktower-2"), "global_step",
+// "crc32" (zlib crc32 of the data section, decimal), "header_crc32" (of the
+// length field and the header) and "variables" (a JSON string listing every
+// variable's name and shape in data order): see checkpoint_file.h. Any single
+// changed byte of a file is refused.
 
 #include <cstdint>
 #include <map>

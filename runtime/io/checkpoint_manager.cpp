@@ -5,18 +5,17 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "../graph/graph.h"
 #include "../vulkan/error.h"
 #include "atomic_file.h"
 #include "checkpoint.h"
+#include "checkpoint_index.h"
 
 namespace vkt {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 
 CheckpointManager::CheckpointManager(std::string dir, int keep_max)
     : dir_(std::move(dir)), keep_max_(keep_max) {
@@ -40,15 +39,8 @@ std::vector<std::string> CheckpointManager::read_index() const {
   if (!in) return {};
   std::stringstream text;
   text << in.rdbuf();
-  try {
-    const json j = json::parse(text.str());
-    return j.at("all").get<std::vector<std::string>>();
-  } catch (const json::exception& e) {
-    throw Error(
-        fmt::format("checkpoint index '{}' is corrupt ({}); delete it to start over, or "
-                    "load a checkpoint file of that directory directly",
-                    index_path(), e.what()));
-  }
+  if (in.bad()) throw Error(fmt::format("checkpoint index '{}' cannot be read", index_path()));
+  return detail::parse_checkpoint_index(text.str(), index_path());
 }
 
 std::string CheckpointManager::save(Graph& graph) {
@@ -57,7 +49,7 @@ std::string CheckpointManager::save(Graph& graph) {
 
 std::string CheckpointManager::save(std::uint64_t step,
                                     const std::function<void(const std::string&)>& write) {
-  const std::string name = fmt::format("ckpt-{}.safetensors", step);
+  const std::string name = detail::checkpoint_file_name(step);
   const std::string path = (fs::path(dir_) / name).string();
   write(path);
 
@@ -70,8 +62,7 @@ std::string CheckpointManager::save(std::uint64_t step,
     all.erase(all.begin());
   }
   // Names relative to dir_, so a model directory can be moved as a whole.
-  const std::string index = json{{"latest", name}, {"all", all}}.dump(2) + "\n";
-  write_file_atomically(index_path(), index);
+  write_file_atomically(index_path(), detail::format_checkpoint_index(all));
   // Only after the index stops naming them: a crash here leaves stray files, not
   // an index that points at deleted ones.
   for (const std::string& old : dropped) {

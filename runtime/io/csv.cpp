@@ -14,7 +14,8 @@
 namespace vkt {
 namespace {
 
-/// Lines of a plain or gzip file, read through zlib.
+/// Lines of a plain or gzip file, read through zlib. Not gzgets: it stops at
+/// a NUL byte, which would silently cut a line (or end the file) there.
 class LineReader {
  public:
   explicit LineReader(const std::string& path) : path_(path), file_(gzopen(path.c_str(), "rb")) {
@@ -29,27 +30,49 @@ class LineReader {
   /// The next line without its end of line; false at the end of the file.
   bool next(std::string& line) {
     line.clear();
-    char chunk[4096];
-    while (gzgets(file_, chunk, sizeof(chunk)) != nullptr) {
-      line += chunk;
-      if (!line.empty() && line.back() == '\n') break;
+    bool any = false;
+    while (true) {
+      if (at_ == buffer_.size() && !fill()) break;
+      any = true;
+      const std::size_t end = buffer_.find('\n', at_);
+      line.append(buffer_, at_, end == std::string::npos ? std::string::npos : end - at_);
+      if (end != std::string::npos) {
+        at_ = end + 1;
+        break;
+      }
+      at_ = buffer_.size();
     }
-    int error = Z_OK;
-    const char* message = gzerror(file_, &error);
-    if (error != Z_OK && error != Z_STREAM_END) {
-      throw Error(
-          fmt::format("'{}' line {}: the file is damaged ({})", path_, number_ + 1, message));
-    }
-    if (line.empty()) return false;
-    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+    if (!any) return false;
     ++number_;
+    while (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find('\0') != std::string::npos) {
+      throw Error(fmt::format("'{}' line {}: a NUL byte; the file is not text (or is damaged)",
+                              path_, number_));
+    }
     return true;
   }
   std::int64_t number() const { return number_; }
 
  private:
+  // Reads the next piece of the (decompressed) file; false at its end.
+  bool fill() {
+    buffer_.resize(1 << 16);
+    const int n = gzread(file_, buffer_.data(), static_cast<unsigned>(buffer_.size()));
+    int error = Z_OK;
+    const char* message = gzerror(file_, &error);
+    if (n < 0 || (error != Z_OK && error != Z_STREAM_END)) {
+      throw Error(
+          fmt::format("'{}' line {}: the file is damaged ({})", path_, number_ + 1, message));
+    }
+    buffer_.resize(static_cast<std::size_t>(n));
+    at_ = 0;
+    return n > 0;
+  }
+
   std::string path_;
   gzFile file_;
+  std::string buffer_;
+  std::size_t at_ = 0;
   std::int64_t number_ = 0;
 };
 

@@ -3,12 +3,16 @@
 #include <fmt/format.h>
 
 #include <bit>
+#include <charconv>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
-#include <regex>
+#include <optional>
 #include <sstream>
+#include <string_view>
 
+#include "../graph/shape.h"
 #include "../vulkan/error.h"
 
 namespace vkt {
@@ -36,7 +40,15 @@ template <typename T>
 void write(const std::string& path, const std::vector<std::int64_t>& shape,
            const std::vector<T>& values, const char* descr) {
   std::int64_t count = 1;
-  for (std::int64_t d : shape) count *= d;
+  for (std::int64_t d : shape) {
+    if (d < 0 || (d > 0 && count > Shape::kMaxElements / d)) {
+      throw Error(
+          fmt::format("write_npy('{}'): shape ({}) has a negative dimension or more than "
+                      "{} elements",
+                      path, fmt::join(shape, ", "), Shape::kMaxElements));
+    }
+    count *= d;
+  }
   if (count != static_cast<std::int64_t>(values.size())) {
     throw Error(fmt::format("write_npy('{}'): shape holds {} values but {} were given", path, count,
                             values.size()));
@@ -61,9 +73,117 @@ void write(const std::string& path, const std::vector<std::int64_t>& shape,
 
 }  // namespace
 
+namespace {
+
+/// The header dictionary numpy writes, e.g.
+///   {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
+/// parsed by hand: Python literals of three kinds only, every byte checked.
+struct NpyHeader {
+  std::string descr;
+  std::optional<bool> fortran_order;
+  std::optional<std::vector<std::uint64_t>> shape;
+};
+
+class HeaderParser {
+ public:
+  HeaderParser(std::string_view text, const std::function<Error(const std::string&)>& bad)
+      : text_(text), bad_(bad) {}
+
+  NpyHeader parse() {
+    NpyHeader h;
+    expect('{');
+    while (!take('}')) {
+      const std::string key = string();
+      expect(':');
+      if (key == "descr") {
+        h.descr = string();
+      } else if (key == "fortran_order") {
+        h.fortran_order = boolean();
+      } else if (key == "shape") {
+        h.shape = tuple();
+      } else {
+        throw bad_(fmt::format("its header has an unknown key '{}'", key));
+      }
+      if (!take(',')) {
+        expect('}');
+        break;
+      }
+    }
+    skip_space();
+    if (at_ != text_.size()) throw bad_("its header has text after the dictionary");
+    return h;
+  }
+
+ private:
+  void skip_space() {
+    while (at_ < text_.size() && (text_[at_] == ' ' || text_[at_] == '\n')) ++at_;
+  }
+  bool take(char c) {
+    skip_space();
+    if (at_ < text_.size() && text_[at_] == c) {
+      ++at_;
+      return true;
+    }
+    return false;
+  }
+  void expect(char c) {
+    if (!take(c)) throw bad_(fmt::format("its header is not a dictionary ('{}' missing)", c));
+  }
+  std::string string() {
+    expect('\'');
+    const std::size_t end = text_.find('\'', at_);
+    if (end == std::string_view::npos) throw bad_("its header has an unterminated string");
+    std::string s(text_.substr(at_, end - at_));
+    at_ = end + 1;
+    return s;
+  }
+  bool boolean() {
+    skip_space();
+    for (const auto& [word, value] : {std::pair{"True", true}, std::pair{"False", false}}) {
+      if (text_.substr(at_).starts_with(word)) {
+        at_ += std::string_view(word).size();
+        return value;
+      }
+    }
+    throw bad_("its 'fortran_order' is neither True nor False");
+  }
+  // (), (3,) or (3, 4): non-negative decimal integers that fit in 64 bits.
+  std::vector<std::uint64_t> tuple() {
+    expect('(');
+    std::vector<std::uint64_t> dims;
+    while (!take(')')) {
+      skip_space();
+      std::uint64_t d = 0;
+      const char* begin = text_.data() + at_;
+      const auto [stop, ec] = std::from_chars(begin, text_.data() + text_.size(), d);
+      if (stop == begin || *begin == '-' || ec != std::errc()) {
+        const std::size_t end = text_.find_first_of(",)", at_);
+        throw bad_(
+            fmt::format("its shape has the dimension '{}'; dimensions are integers from "
+                        "1 to {}",
+                        text_.substr(at_, end == std::string_view::npos ? 20 : end - at_),
+                        Shape::kMaxElements));
+      }
+      at_ += static_cast<std::size_t>(stop - begin);
+      dims.push_back(d);
+      if (!take(',')) {
+        expect(')');
+        break;
+      }
+    }
+    return dims;
+  }
+
+  std::string_view text_;
+  const std::function<Error(const std::string&)>& bad_;
+  std::size_t at_ = 0;
+};
+
+}  // namespace
+
 NpyArray read_npy(const std::string& path) {
   const std::string bytes = read_all(path);
-  const auto bad = [&](const std::string& what) {
+  const std::function<Error(const std::string&)> bad = [&](const std::string& what) {
     return Error(fmt::format("'{}' is not a readable .npy file: {}", path, what));
   };
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) throw bad("bad magic string");
@@ -80,39 +200,46 @@ NpyArray read_npy(const std::string& path) {
     throw bad(fmt::format("format version {} is unknown (1 to 3 are)", major));
   }
   if (data_start > bytes.size()) throw bad("truncated header");
-  const std::string header = bytes.substr(data_start - header_length, header_length);
+  const NpyHeader header =
+      HeaderParser(std::string_view(bytes).substr(data_start - header_length, header_length), bad)
+          .parse();
 
-  std::smatch m;
-  if (!std::regex_search(header, m, std::regex(R"('descr'\s*:\s*'([<|>=]?)([fi])([48])')"))) {
-    throw bad("its 'descr' is not a 4- or 8-byte float or integer");
+  const std::string& descr = header.descr;
+  if (descr.size() != 3 || std::string_view("<|=>").find(descr[0]) == std::string_view::npos ||
+      (descr[1] != 'f' && descr[1] != 'i') || (descr[2] != '4' && descr[2] != '8')) {
+    throw bad(fmt::format("its 'descr' '{}' is not a 4- or 8-byte float or integer", descr));
   }
-  if (m[1] == ">") throw bad("big-endian data; save it little-endian");
-  const bool integer = m[2] == "i";
-  const int width = m[3] == "8" ? 8 : 4;
-  if (!std::regex_search(header, std::regex(R"('fortran_order'\s*:\s*False)"))) {
+  if (descr[0] == '>') throw bad("big-endian data; save it little-endian");
+  const bool integer = descr[1] == 'i';
+  const std::size_t width = descr[2] == '8' ? 8 : 4;
+  if (!header.fortran_order) throw bad("no 'fortran_order' in its header");
+  if (*header.fortran_order)
     throw bad("Fortran order; save it in C order (numpy.ascontiguousarray)");
-  }
-  if (!std::regex_search(header, m, std::regex(R"('shape'\s*:\s*\(([^)]*)\))"))) {
-    throw bad("no 'shape' in its header");
+  if (!header.shape) throw bad("no 'shape' in its header");
+  if (header.shape->size() > static_cast<std::size_t>(Shape::kMaxRank)) {
+    throw bad(fmt::format("its shape has rank {}; vktower arrays have rank 0 to {}",
+                          header.shape->size(), Shape::kMaxRank));
   }
   NpyArray array;
   array.integer = integer;
-  std::int64_t count = 1;
-  const std::string dims = m[1];
-  const std::regex number(R"(\d+)");
-  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), number);
-       it != std::sregex_iterator(); ++it) {
-    array.shape.push_back(std::stoll(it->str()));
-    count *= array.shape.back();
+  std::uint64_t count = 1;
+  for (const std::uint64_t d : *header.shape) {
+    if (d < 1 ||
+        d > static_cast<std::uint64_t>(Shape::kMaxElements / static_cast<std::int64_t>(count))) {
+      throw bad(fmt::format("its shape ({}) has a dimension below 1 or more than {} elements",
+                            fmt::join(*header.shape, ", "), Shape::kMaxElements));
+    }
+    count *= d;
+    array.shape.push_back(static_cast<std::int64_t>(d));
   }
-  const std::size_t need = static_cast<std::size_t>(count) * static_cast<std::size_t>(width);
-  if (bytes.size() - data_start < need) {
+  // count <= 2^48, so count * 8 cannot overflow.
+  const std::size_t need = static_cast<std::size_t>(count) * width;
+  if (bytes.size() - data_start != need) {
     throw bad(fmt::format("its shape needs {} bytes of data but the file holds {}", need,
                           bytes.size() - data_start));
   }
-  for (std::int64_t i = 0; i < count; ++i) {
-    const std::size_t at =
-        data_start + static_cast<std::size_t>(i) * static_cast<std::size_t>(width);
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t at = data_start + i * width;
     if (!integer) {
       array.f32.push_back(width == 4 ? load<float>(bytes, at)
                                      : static_cast<float>(load<double>(bytes, at)));

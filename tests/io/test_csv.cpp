@@ -84,3 +84,25 @@ TEST_CASE("read_csv errors name the file, the line and the problem") {
              Contains("holds no data rows"));
   for (const std::string& p : {bad_cell, short_row, empty}) std::remove(p.c_str());
 }
+
+TEST_CASE("read_csv refuses a NUL byte instead of cutting the line there") {
+  const std::string path = "/tmp/vkt_test_nul.csv";
+  std::ofstream(path, std::ios::binary) << std::string("1,2\n\0,3\n4,5\n", 12);
+  // gzgets stopped at the NUL: line 2 read as empty and skipped, 2 rows of 3 kept.
+  CHECK_THAT(vkt::test::error_of([&] { vkt::read_csv(path); }),
+             Contains("'" + path + "' line 2: a NUL byte"));
+  std::remove(path.c_str());
+}
+
+TEST_CASE("read_csv reads lines longer than any buffer and CRLF ends of line") {
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += std::to_string(i) + ",";
+  text += "7\r\n";
+  const std::string path = temp_file("long_line.csv", text + text);
+  const vkt::CsvTable t = vkt::read_csv(path);
+  CHECK(t.rows == 2);
+  CHECK(t.features == 20000);
+  CHECK(t.x[19999] == 19999.0f);
+  CHECK(t.y == std::vector<float>{7, 7});
+  std::remove(path.c_str());
+}

@@ -90,3 +90,50 @@ TEST_CASE("read_npy errors name the file and the problem") {
   CHECK_THAT(vkt::test::error_of([&] { vkt::read_npy(text); }), Contains("bad magic string"));
   for (const std::string& p : {fortran, truncated, complex, big, text}) std::remove(p.c_str());
 }
+
+TEST_CASE("read_npy refuses shapes that overflow, are negative or disagree with the data") {
+  const auto refused = [](const std::string& name, const std::string& shape,
+                          const std::string& data) {
+    const std::string path =
+        raw_npy(name, "{'descr': '<f8', 'fortran_order': False, 'shape': " + shape + ", }", data);
+    const std::string message = vkt::test::error_of([&] { vkt::read_npy(path); });
+    CHECK_THAT(message, Contains("'" + path + "' is not a readable .npy file"));
+    std::remove(path.c_str());
+    return message;
+  };
+  // 4611686018427387905 * 8 bytes wraps to 8: the size check once passed and
+  // the reader ran off the end of the file.
+  CHECK_THAT(refused("wrap.npy", "(4611686018427387905,)", std::string(24, '\0')),
+             Contains("more than 281474976710656 elements"));
+  // Too large for 64 bits: once std::out_of_range from std::stoll.
+  CHECK_THAT(refused("huge.npy", "(99999999999999999999,)", ""),
+             Contains("dimension '99999999999999999999'"));
+  // 2^64 elements: the count wrapped to 0, so an empty file was accepted.
+  CHECK_THAT(refused("square.npy", "(4294967296, 4294967296)", ""), Contains("more than"));
+  // The sign was skipped: (-1, 6) was read as (1, 6).
+  CHECK_THAT(refused("negative.npy", "(-1, 6)", std::string(48, '\0')), Contains("dimension '-1'"));
+  CHECK_THAT(refused("empty.npy", "(0, 6)", ""), Contains("dimension below 1"));
+  CHECK_THAT(refused("rank5.npy", "(1, 1, 1, 1, 1)", std::string(8, '\0')), Contains("rank 5"));
+  CHECK_THAT(refused("long.npy", "(2,)", std::string(24, '\0')),
+             Contains("needs 16 bytes of data but the file holds 24"));
+  CHECK_THAT(refused("text.npy", "(2,) 'x'", std::string(16, '\0')), Contains("not a dictionary"));
+  CHECK_THAT(refused("open.npy", "(2", std::string(16, '\0')), Contains("not a dictionary"));
+}
+
+TEST_CASE("read_npy parses a long header without deep recursion") {
+  // A version 2 header of 1 MiB of spaces: a regex-based reader overflowed the stack.
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" +
+                       std::string(1 << 20, ' ') + "1,), }\n";
+  const std::string path = "/tmp/vkt_test_long_header.npy";
+  {
+    std::ofstream out(path, std::ios::binary);
+    const auto length = static_cast<std::uint32_t>(header.size());
+    out.write("\x93NUMPY\x02\x00", 8);
+    out.write(reinterpret_cast<const char*>(&length), 4);
+    out << header << bytes_of<float>({2.5f});
+  }
+  const vkt::NpyArray a = vkt::read_npy(path);
+  CHECK(a.shape == std::vector<std::int64_t>{1});
+  CHECK(a.f32 == std::vector<float>{2.5f});
+  std::remove(path.c_str());
+}

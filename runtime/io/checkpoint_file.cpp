@@ -1,0 +1,339 @@
+#include "checkpoint_file.h"
+
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <bit>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string_view>
+
+#include "../vulkan/error.h"
+
+// safetensors stores little-endian data; we copy host floats as they are.
+static_assert(std::endian::native == std::endian::little,
+              "checkpoints assume a little-endian host");
+
+namespace vkt::detail {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr std::string_view kFormat = "vktower-2";
+constexpr std::string_view kUnversionedFormat = "vktower";  // before header_crc32
+// How header_crc32 appears in the raw header: nlohmann dumps compactly, and a
+// quote inside any other key or string is escaped, so this occurs once only.
+constexpr std::string_view kHeaderCrcKey = R"("header_crc32":")";
+constexpr std::string_view kCrcPlaceholder = "00000000";
+
+std::uint32_t crc32_of(std::span<const char> data, std::uint32_t crc = 0) {
+  // zlib takes uInt lengths: feed large sections in pieces.
+  while (!data.empty()) {
+    const std::size_t n = std::min<std::size_t>(data.size(), 1u << 30);
+    crc = static_cast<std::uint32_t>(
+        ::crc32(crc, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(n)));
+    data = data.subspan(n);
+  }
+  return crc;
+}
+
+// The first problem found in a file; every message names the file.
+[[noreturn]] void refuse(const std::string& path, const std::string& problem) {
+  throw Error(fmt::format("checkpoint '{}' cannot be loaded: {}", path, problem));
+}
+
+// A name or value taken from the file, quoted and escaped: messages stay one line.
+std::string quoted(const std::string& text) {
+  return json(text).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string metadata_string(const std::string& path, const json& meta, const char* key) {
+  const auto it = meta.find(key);
+  if (it == meta.end() || !it->is_string()) {
+    refuse(path, fmt::format("the header metadata has no \"{}\" string", key));
+  }
+  return it->get<std::string>();
+}
+
+// Strict decimal: digits only, no sign, space or leading zero, fits in 64 bits.
+std::uint64_t parse_decimal(const std::string& path, const char* key, const std::string& text,
+                            std::uint64_t max = std::numeric_limits<std::uint64_t>::max()) {
+  std::uint64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, ec] = std::from_chars(text.data(), end, v);
+  const bool digits_only = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return c >= '0' && c <= '9';
+  });
+  if (!digits_only || ec != std::errc() || stop != end || (text.size() > 1 && text[0] == '0') ||
+      v > max) {
+    refuse(path, fmt::format("metadata \"{}\" is {}, not a decimal number up to {}", key,
+                             quoted(text), max));
+  }
+  return v;
+}
+
+std::vector<char> read_whole_file(const std::string& path) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (ec || !fs::exists(status)) {
+    refuse(path, "the file cannot be opened (check the path and its permissions)");
+  }
+  if (!fs::is_regular_file(status)) refuse(path, "it is not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (!in || ec) refuse(path, "the file cannot be opened (check the path and its permissions)");
+  std::vector<char> bytes(static_cast<std::size_t>(size));
+  if (!in.read(bytes.data(), static_cast<std::streamsize>(size))) {
+    refuse(path, "reading the file failed (did it shrink while being read?)");
+  }
+  return bytes;
+}
+
+// The JSON header (an object with vktower's metadata) and its length.
+std::pair<json, std::uint64_t> parse_header(const std::string& path,
+                                            const std::vector<char>& file) {
+  if (file.size() < 8) {
+    refuse(path, fmt::format("it has {} bytes, fewer than the 8-byte header length (is the file "
+                             "truncated?)",
+                             file.size()));
+  }
+  std::uint64_t header_size = 0;
+  std::memcpy(&header_size, file.data(), 8);
+  if (header_size > file.size() - 8) {
+    refuse(path, fmt::format("its header length field says {} bytes but the file has only {} "
+                             "after it (is the file truncated, or not a safetensors file?)",
+                             header_size, file.size() - 8));
+  }
+  json header;
+  try {
+    header =
+        json::parse(file.begin() + 8, file.begin() + 8 + static_cast<std::ptrdiff_t>(header_size));
+  } catch (const json::exception& e) {
+    refuse(path, fmt::format("its header is not valid JSON ({})", e.what()));
+  }
+  if (!header.is_object()) refuse(path, "its header is not a JSON object");
+  const auto meta = header.find("__metadata__");
+  if (meta == header.end() || !meta->is_object()) {
+    refuse(path, "its header has no \"__metadata__\" object (not written by vktower?)");
+  }
+  const std::string format = metadata_string(path, *meta, "format");
+  if (format != kFormat && format != kUnversionedFormat) {
+    refuse(path,
+           fmt::format("metadata \"format\" is {}, expected \"{}\"", quoted(format), kFormat));
+  }
+  return {std::move(header), header_size};
+}
+
+// The crc32 of the length field and the header, header_crc32's digits zeroed.
+void check_header_crc(const std::string& path, const std::vector<char>& file,
+                      std::uint64_t header_size, const json& meta) {
+  const std::string_view text(file.data() + 8, header_size);
+  const std::size_t at = text.find(kHeaderCrcKey);
+  if (at == std::string_view::npos || text.find(kHeaderCrcKey, at + 1) != std::string_view::npos) {
+    refuse(path, "its header does not hold \"header_crc32\" exactly once");
+  }
+  const std::size_t digits = at + kHeaderCrcKey.size();
+  const std::string stored = metadata_string(path, meta, "header_crc32");
+  const auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
+  if (stored.size() != 8 || !std::all_of(stored.begin(), stored.end(), hex) ||
+      text.substr(digits, 8) != stored) {
+    refuse(path, fmt::format("metadata \"header_crc32\" is {}, not 8 lowercase hex digits",
+                             quoted(stored)));
+  }
+  std::vector<char> prefix(file.begin(),
+                           file.begin() + 8 + static_cast<std::ptrdiff_t>(header_size));
+  std::memcpy(prefix.data() + 8 + digits, kCrcPlaceholder.data(), kCrcPlaceholder.size());
+  const std::string actual = fmt::format("{:08x}", crc32_of(prefix));
+  if (actual != stored) {
+    refuse(path, fmt::format("the header's crc32 is {} but the header records {} (the header was "
+                             "changed or damaged)",
+                             actual, stored));
+  }
+}
+
+// One tensor entry: F32, rank 0 to 4, every dimension >= 1, offsets spanning its bytes.
+CheckpointEntry parse_entry(const std::string& path, const std::string& name, const json& j,
+                            std::uint64_t data_size) {
+  const std::string where = "tensor " + quoted(name);
+  if (!j.is_object()) refuse(path, where + " is not a JSON object in the header");
+  const auto dtype = j.find("dtype");
+  if (dtype == j.end() || *dtype != "F32") {
+    refuse(path, fmt::format("{} has dtype {}, expected \"F32\"", where,
+                             dtype == j.end() ? "(none)" : quoted(dtype->dump())));
+  }
+  const auto shape = j.find("shape");
+  if (shape == j.end() || !shape->is_array()) refuse(path, where + " has no \"shape\" array");
+  if (shape->size() > static_cast<std::size_t>(Shape::kMaxRank)) {
+    refuse(path, fmt::format("{} has rank {}; vktower tensors have rank 0 to {}", where,
+                             shape->size(), Shape::kMaxRank));
+  }
+  std::vector<std::int64_t> dims;
+  std::uint64_t elements = 1;
+  for (const json& d : *shape) {
+    const std::uint64_t dim = d.is_number_unsigned() ? d.get<std::uint64_t>() : 0;
+    if (dim < 1 || dim > static_cast<std::uint64_t>(Shape::kMaxElements) ||
+        __builtin_mul_overflow(elements, dim, &elements) ||
+        elements > static_cast<std::uint64_t>(Shape::kMaxElements)) {
+      refuse(path, fmt::format("{} has shape {}; each dimension must be at least 1 and the "
+                               "elements at most {}",
+                               where, quoted(shape->dump()), Shape::kMaxElements));
+    }
+    dims.push_back(static_cast<std::int64_t>(dim));
+  }
+  const auto offsets = j.find("data_offsets");
+  if (offsets == j.end() || !offsets->is_array() || offsets->size() != 2 ||
+      !(*offsets)[0].is_number_unsigned() || !(*offsets)[1].is_number_unsigned()) {
+    refuse(path, where + " has no \"data_offsets\" [begin, end]");
+  }
+  CheckpointEntry e{Shape(std::move(dims)), (*offsets)[0].get<std::uint64_t>(),
+                    (*offsets)[1].get<std::uint64_t>()};
+  if (e.begin > e.end || e.end > data_size) {
+    refuse(path, fmt::format("{} has data_offsets [{}, {}] outside the {}-byte data section (is "
+                             "the file truncated?)",
+                             where, e.begin, e.end, data_size));
+  }
+  if (e.end - e.begin != elements * sizeof(float)) {
+    refuse(path, fmt::format("{} of shape {} needs {} bytes but its data_offsets span {}", where,
+                             e.shape.str(), elements * sizeof(float), e.end - e.begin));
+  }
+  return e;
+}
+
+// The "variables" listing names every tensor once, with its shape, in data
+// order; the tensors tile the data section exactly. Two tensors whose offsets
+// were swapped, or a shape edited to another of the same size, break this.
+void check_listing(const std::string& path, const json& meta,
+                   const std::map<std::string, CheckpointEntry>& entries, std::uint64_t data_size) {
+  json listing;
+  try {
+    listing = json::parse(metadata_string(path, meta, "variables"));
+  } catch (const json::exception& e) {
+    refuse(path, fmt::format("metadata \"variables\" is not valid JSON ({})", e.what()));
+  }
+  if (!listing.is_array() || listing.size() != entries.size()) {
+    refuse(path, fmt::format("metadata \"variables\" does not list the header's {} tensors",
+                             entries.size()));
+  }
+  std::uint64_t at = 0;
+  for (const json& item : listing) {
+    const auto name = item.is_object() ? item.find("name") : item.end();
+    const auto shape = item.is_object() ? item.find("shape") : item.end();
+    if (!item.is_object() || name == item.end() || !name->is_string() || shape == item.end()) {
+      refuse(path, "metadata \"variables\" holds an entry without a name and a shape");
+    }
+    const auto entry = entries.find(name->get<std::string>());
+    if (entry == entries.end()) {
+      refuse(path, fmt::format("metadata \"variables\" lists {}, which the header lacks",
+                               quoted(name->get<std::string>())));
+    }
+    if (*shape != json(entry->second.shape.dims())) {
+      refuse(path,
+             fmt::format("tensor {} is {} in the header but {} in metadata \"variables\"",
+                         quoted(entry->first), entry->second.shape.str(), quoted(shape->dump())));
+    }
+    if (entry->second.begin != at) {
+      refuse(path, fmt::format("tensor {} starts at byte {} of the data, not {} where the tensor "
+                               "listed before it ends (offsets out of order, overlapping or "
+                               "with a gap)",
+                               quoted(entry->first), entry->second.begin, at));
+    }
+    at = entry->second.end;
+  }
+  if (at != data_size) {
+    refuse(path,
+           fmt::format("the data section has {} bytes but the tensors cover {}", data_size, at));
+  }
+}
+
+}  // namespace
+
+std::vector<char> encode_checkpoint(std::span<const CheckpointTensor> tensors,
+                                    std::uint64_t global_step) {
+  json header = json::object();
+  json listing = json::array();
+  std::uint64_t size = 0;
+  std::uint32_t data_crc = crc32_of({});
+  for (const CheckpointTensor& t : tensors) {
+    if (static_cast<std::int64_t>(t.values.size()) != t.shape.elements() ||
+        t.name == "__metadata__" || header.contains(t.name)) {
+      throw Error(
+          fmt::format("save_checkpoint: tensor {} is a duplicate, a reserved name, or "
+                      "does not hold its shape's values",
+                      quoted(t.name)));
+    }
+    const std::uint64_t begin = size;
+    size += t.values.size() * sizeof(float);
+    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape.dims()}, {"data_offsets", {begin, size}}};
+    listing.push_back({{"name", t.name}, {"shape", t.shape.dims()}});
+    data_crc =
+        crc32_of({reinterpret_cast<const char*>(t.values.data()), t.values.size() * sizeof(float)},
+                 data_crc);
+  }
+  header["__metadata__"] = {{"format", kFormat},
+                            {"global_step", std::to_string(global_step)},
+                            {"crc32", std::to_string(data_crc)},
+                            {"header_crc32", kCrcPlaceholder},
+                            {"variables", listing.dump()}};
+  std::string text = header.dump();
+  // Pad with spaces (valid JSON) so the data section starts 8-byte aligned, as
+  // the reference safetensors writer does.
+  text.append((8 - text.size() % 8) % 8, ' ');
+
+  std::vector<char> file(8 + text.size());
+  const std::uint64_t n = text.size();
+  std::memcpy(file.data(), &n, 8);
+  std::memcpy(file.data() + 8, text.data(), text.size());
+  const std::size_t digits = 8 + text.find(kHeaderCrcKey) + kHeaderCrcKey.size();
+  const std::string crc = fmt::format("{:08x}", crc32_of(file));
+  std::memcpy(file.data() + digits, crc.data(), crc.size());
+  file.reserve(file.size() + size);
+  for (const CheckpointTensor& t : tensors) {
+    const auto* bytes = reinterpret_cast<const char*>(t.values.data());
+    file.insert(file.end(), bytes, bytes + t.values.size() * sizeof(float));
+  }
+  return file;
+}
+
+CheckpointFile::CheckpointFile(std::string path, std::vector<char> bytes, bool check_data)
+    : path_(std::move(path)), bytes_(std::move(bytes)) {
+  const auto [header, header_size] = parse_header(path_, bytes_);
+  const json& meta = header["__metadata__"];
+  if (meta["format"] == kFormat) check_header_crc(path_, bytes_, header_size, meta);
+  data_offset_ = 8 + header_size;
+  const std::uint64_t data_size = bytes_.size() - data_offset_;
+  for (const auto& [name, value] : header.items()) {
+    if (name != "__metadata__") entries_.emplace(name, parse_entry(path_, name, value, data_size));
+  }
+  check_listing(path_, meta, entries_, data_size);
+  const std::uint64_t crc =
+      parse_decimal(path_, "crc32", metadata_string(path_, meta, "crc32"), 0xffffffffu);
+  step_ = parse_decimal(path_, "global_step", metadata_string(path_, meta, "global_step"));
+  if (!check_data) return;
+  const std::uint32_t actual = crc32_of({bytes_.data() + data_offset_, data_size});
+  if (crc != actual) {
+    refuse(path_, fmt::format("the data section's crc32 is {} but the header records {} (the "
+                              "file is corrupt)",
+                              actual, crc));
+  }
+}
+
+CheckpointFile CheckpointFile::read(const std::string& path, bool check_data) {
+  return CheckpointFile(path, read_whole_file(path), check_data);
+}
+
+std::vector<float> CheckpointFile::values(const std::string& name) const {
+  const CheckpointEntry& e = entries_.at(name);
+  std::vector<float> out(static_cast<std::size_t>(e.shape.elements()));
+  // Every entry holds at least one element: out.data() is never null here.
+  std::memcpy(out.data(), bytes_.data() + data_offset_ + e.begin, e.end - e.begin);
+  return out;
+}
+
+}  // namespace vkt::detail

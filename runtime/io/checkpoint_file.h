@@ -1,0 +1,73 @@
+#pragma once
+// The bytes of a checkpoint file (internal): encoding and checked decoding of
+// vktower's safetensors files, host side only (no Graph, no Vulkan), so the
+// fuzz targets exercise exactly what load_checkpoint and read_checkpoint run.
+//
+// A file is a u64 little-endian header length, a JSON header padded with spaces
+// to 8 bytes, and the data section. The header's "__metadata__" (strings, as
+// safetensors requires) holds:
+//   "format"        "vktower-2"
+//   "global_step"   decimal
+//   "crc32"         zlib crc32 of the data section, decimal
+//   "header_crc32"  zlib crc32 of the length field and the header, computed with
+//                   this field's own 8 hex digits read as "00000000"
+//   "variables"     a JSON string listing every tensor's name and shape in data order
+// Together the two checksums cover every byte of the file. Files of format
+// "vktower" (written before header_crc32 existed) are still read: every header
+// field is cross-checked against the listing and the data, but their header has
+// no checksum.
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "../graph/shape.h"
+
+namespace vkt::detail {
+
+/// One tensor to write: its name, shape and shape.elements() values.
+struct CheckpointTensor {
+  std::string name;
+  Shape shape;
+  std::vector<float> values;
+};
+
+/// The whole file for `tensors` (in this order in the data section) at `global_step`.
+std::vector<char> encode_checkpoint(std::span<const CheckpointTensor> tensors,
+                                    std::uint64_t global_step);
+
+/// Where a tensor's values lie in the data section.
+struct CheckpointEntry {
+  Shape shape;
+  std::uint64_t begin = 0;
+  std::uint64_t end = 0;
+};
+
+/// A checkpoint file's bytes, every field checked.
+class CheckpointFile {
+ public:
+  /// Checks `bytes` (the contents of `path`, which every error names): the
+  /// header, its checksum, each tensor's dtype, shape and offsets against the
+  /// listing and the data; with `check_data`, the data's checksum too. Throws
+  /// vkt::Error naming `path` and the first problem.
+  CheckpointFile(std::string path, std::vector<char> bytes, bool check_data = true);
+  /// Reads and checks the file at `path`.
+  static CheckpointFile read(const std::string& path, bool check_data = true);
+
+  const std::string& path() const { return path_; }
+  std::uint64_t global_step() const { return step_; }
+  const std::map<std::string, CheckpointEntry>& entries() const { return entries_; }
+  /// The values of tensor `name` (one of entries()).
+  std::vector<float> values(const std::string& name) const;
+
+ private:
+  std::string path_;
+  std::vector<char> bytes_;
+  std::uint64_t data_offset_ = 0;
+  std::map<std::string, CheckpointEntry> entries_;
+  std::uint64_t step_ = 0;
+};
+
+}  // namespace vkt::detail
