@@ -14,6 +14,8 @@ packages=(
   libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev zlib1g-dev libopenblas-dev
   # tests and benchmarks
   catch2 libbenchmark-dev
+  # fuzzing (scripts/fuzz.sh): clang with libFuzzer and the sanitizer runtimes
+  clang libclang-rt-14-dev
   # the Estimator draws model_dir/loss.png with gnuplot (optional at run time)
   gnuplot-nox
 )

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test suite: installs what is missing, builds (Release; VKT_BUILD_TYPE
 # overrides), and runs every test through ctest with the Khronos validation
-# layer on (VKT_VALIDATION=1).
+# layer on (VKT_VALIDATION=1). Then, when clang is installed, every fuzz target
+# for VKT_FUZZ_SECONDS (default 10) each (scripts/fuzz.sh; VKT_FUZZ_SECONDS=0 skips).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -16,5 +17,19 @@ if [[ $status -eq 0 ]]; then
   echo "test: every test passed (VKT_VALIDATION=1)"
 else
   echo "test: FAILED (ctest exit status $status); see the output above" >&2
+fi
+
+fuzz_seconds="${VKT_FUZZ_SECONDS:-10}"
+if [[ "$fuzz_seconds" != 0 ]]; then
+  if command -v clang++ >/dev/null 2>&1; then
+    fuzz_status=0
+    bash scripts/fuzz.sh "$fuzz_seconds" || fuzz_status=$?
+    if [[ $fuzz_status -ne 0 ]]; then
+      echo "test: a fuzz target FAILED; see the output above" >&2
+      status=$fuzz_status
+    fi
+  else
+    echo "test: clang++ is missing, the fuzz targets did not run (scripts/deps.sh installs it)"
+  fi
 fi
 exit "$status"
