@@ -119,6 +119,28 @@ TEST_CASE("one TowerOptimizer minimizes two losses on 1, 2 and 3 towers, and ans
   }
 }
 
+TEST_CASE("one TowerOptimizer object shared by every tower's model function, 2 and 3 towers",
+          "[device-matrix][tower-contract]") {
+  for (const int n : {2, 3}) {
+    INFO(n << " towers");
+    vkt::TowerOptimizer shared([] { return std::make_unique<vkt::SGD>(0.5f); });
+    const auto model = [&](vkt::ModelContext& ctx, const vkt::TensorDict& f,
+                           const vkt::TensorDict& l, vkt::Mode m, const vkt::Params&) {
+      const Tensor c = ctx.graph().variable("c", {}, vkt::Initializer::constant(10.0f));
+      const Tensor loss = vkt::reduce_sum(vkt::abs(l.at("y") - f.at("x") * c));
+      return vkt::EstimatorSpec{.mode = m, .loss = loss, .train_op = shared.minimize(loss)};
+    };
+    vkt::Instance instance;
+    auto run =
+        build(instance, model, {.loss_reduction = vkt::LossReduction::Sum, .devices = devices(n)},
+              vkt::Mode::Train);
+    CHECK(shared.apply_calls() == static_cast<std::size_t>(n));
+    run->train_step(features(), labels());
+    CHECK(run->variable("c")[0] == 10.0f - 0.5f * 21.0f);
+    CHECK(run->global_step() == 1);
+  }
+}
+
 TEST_CASE("one Adam TowerOptimizer on two losses sharing a variable: N towers equal 1",
           "[device-matrix][tower-contract]") {
   // Both calls update c: its m and v are one pair, updated twice a step, on
