@@ -26,6 +26,9 @@ class Adagrad : public Optimizer {
   std::vector<std::string> slot_names() const override { return {"sum"}; }
   const char* shader() const override { return "opt_adagrad"; }
   std::function<StepValues(std::uint64_t)> step_values() const override;
+  std::unique_ptr<Optimizer> clone() const override {
+    return std::make_unique<Adagrad>(learning_rate(), options_, name());
+  }
   float slot_initial_value(const std::string&) const override {
     return options_.initial_accumulator_value;
   }

@@ -33,6 +33,9 @@ class Adam : public Optimizer {
   std::vector<std::string> slot_names() const override { return {"m", "v", "v_max"}; }
   const char* shader() const override { return "opt_adam"; }
   std::function<StepValues(std::uint64_t)> step_values() const override;
+  std::unique_ptr<Optimizer> clone() const override {
+    return std::unique_ptr<Optimizer>(new Adam(learning_rate(), options_, name(), decoupled_));
+  }
 
  protected:
   Adam(LearningRate lr, AdamOptions options, std::string name, bool decoupled);

@@ -28,6 +28,9 @@ class Ftrl : public Optimizer {
   std::vector<std::string> slot_names() const override { return {"accumulator", "linear"}; }
   const char* shader() const override { return "opt_ftrl"; }
   std::function<StepValues(std::uint64_t)> step_values() const override;
+  std::unique_ptr<Optimizer> clone() const override {
+    return std::make_unique<Ftrl>(learning_rate(), options_, name());
+  }
   float slot_initial_value(const std::string& slot) const override {
     return slot == "accumulator" ? options_.initial_accumulator_value : 0.0f;
   }

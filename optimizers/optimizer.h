@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -110,6 +111,9 @@ class Optimizer {
   /// points back at it.
   virtual std::function<StepValues(std::uint64_t)> step_values() const = 0;
   virtual float slot_initial_value(const std::string& /*slot*/) const { return 0.0f; }
+  /// A new optimizer of the same kind, name and settings, with no slots yet:
+  /// the towers' own copy of a TowerOptimizer's optimizer (tower/).
+  virtual std::unique_ptr<Optimizer> clone() const = 0;
 
  protected:
   Optimizer(std::string name, LearningRate lr, Clipping clipping);

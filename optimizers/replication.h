@@ -2,7 +2,7 @@
 // What TowerOptimizer needs to know when the graph it builds on is one tower
 // of several (the towers attach it to each tower's graph; see tower/).
 
-#include <memory>
+#include <cstdint>
 #include <vector>
 
 #include "../runtime/graph/graph.h"
@@ -20,11 +20,13 @@ class Replication : public GraphAttachment {
   virtual int towers() const = 0;
   /// 1/N for Mean and SumByNonzeroWeights, 1 for Sum.
   virtual float loss_scale() const = 0;
-  /// Records optimizer call number `call` of this tower; returns the train op
-  /// to give the model function (a placeholder in the tower's graph). Tower 0
-  /// hands over the optimizer (`optimizer` is then owned here); later towers'
-  /// calls must match tower 0's, or it throws vkt::Error.
-  virtual Tensor record_call(std::unique_ptr<Optimizer>& optimizer, Optimizer& used,
+  /// Records optimizer call number `call` of this tower, made through the
+  /// TowerOptimizer whose id is `wrapper` with its `optimizer`; returns the
+  /// train op to give the model function (a placeholder in the tower's graph).
+  /// Tower 0: the towers make their own copy of `optimizer` (clone()) at a
+  /// wrapper's first call, which applies every call of that wrapper. Later
+  /// towers' calls must match tower 0's, or it throws vkt::Error.
+  virtual Tensor record_call(std::uint64_t wrapper, const Optimizer& optimizer,
                              std::vector<GradVar> grads) = 0;
 };
 

@@ -32,6 +32,9 @@ class RMSprop : public Optimizer {
   }
   const char* shader() const override { return "opt_rmsprop"; }
   std::function<StepValues(std::uint64_t)> step_values() const override;
+  std::unique_ptr<Optimizer> clone() const override {
+    return std::make_unique<RMSprop>(learning_rate(), options_, name());
+  }
 
  private:
   RMSpropOptions options_;

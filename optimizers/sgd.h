@@ -32,6 +32,9 @@ class SGD : public Optimizer {
   std::vector<std::string> slot_names() const override { return {"momentum"}; }
   const char* shader() const override { return "opt_sgd"; }
   std::function<StepValues(std::uint64_t)> step_values() const override;
+  std::unique_ptr<Optimizer> clone() const override {
+    return std::make_unique<SGD>(learning_rate(), options_, name());
+  }
 
  private:
   SGDOptions options_;

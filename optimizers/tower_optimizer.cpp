@@ -1,26 +1,38 @@
 #include "tower_optimizer.h"
 
+#include <atomic>
+
 #include "../runtime/graph/ops/elementwise.h"
 #include "../runtime/vulkan/error.h"
 #include "replication.h"
 
 namespace vkt {
+namespace {
+
+/// A new wrapper id: never reused, so a wrapper made where a destroyed one was
+/// is not taken for it.
+std::uint64_t next_id() {
+  static std::atomic<std::uint64_t> next{0};
+  return next++;
+}
+
+}  // namespace
 
 TowerOptimizer::TowerOptimizer(std::unique_ptr<Optimizer> optimizer)
-    : optimizer_(std::move(optimizer)), used_(optimizer_.get()) {
+    : optimizer_(std::move(optimizer)), id_(next_id()) {
   if (!optimizer_) throw Error("TowerOptimizer: the optimizer is null");
 }
 
 TowerOptimizer::TowerOptimizer(std::function<std::unique_ptr<Optimizer>()> make)
-    : make_(std::move(make)) {
+    : make_(std::move(make)), id_(next_id()) {
   if (!make_) throw Error("TowerOptimizer: the function that makes the optimizer is empty");
 }
 
 Optimizer& TowerOptimizer::optimizer() {
   if (!optimizer_) {
-    optimizer_ = make_();
-    if (!optimizer_)
-      throw Error("TowerOptimizer: the function that makes the optimizer returned null");
+    std::unique_ptr<Optimizer> made = make_();
+    if (!made) throw Error("TowerOptimizer: the function that makes the optimizer returned null");
+    optimizer_ = std::move(made);
     make_ = nullptr;  // made once
   }
   return *optimizer_;
@@ -45,7 +57,7 @@ Tensor TowerOptimizer::apply_gradients(const std::vector<GradVar>& grads_and_var
       grads_and_vars.empty() ? nullptr : replication_of(grads_and_vars.front().var.graph());
   Tensor train;
   if (replication != nullptr && replication->towers() > 1) {
-    train = replication->record_call(optimizer_, optimizer(), grads_and_vars);
+    train = replication->record_call(id_, optimizer(), grads_and_vars);
   } else {
     train = optimizer().apply_gradients(grads_and_vars);
   }

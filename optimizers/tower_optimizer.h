@@ -1,6 +1,7 @@
 #pragma once
 // The optimizer wrapper that model functions use under replicate_model_fn.
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -12,10 +13,16 @@
 namespace vkt {
 
 /// Wraps an optimizer, or a function that makes one (called lazily, on first
-/// use, exactly once), as TensorFlow's TowerOptimizer does. With one tower
-/// every call is forwarded unchanged. With several towers (the Towers issue),
-/// each tower's gradients of one call are gathered and the wrapped optimizer
-/// applies them once; replicate_model_fn rejects optimizers not wrapped in it.
+/// use, exactly once), as TensorFlow's TowerOptimizer does. The wrapper owns
+/// its optimizer for its whole life. With one tower every call is forwarded
+/// unchanged. With several towers (the Towers issue), each tower's gradients of
+/// one call are gathered and applied once, on their sum: tower 0's first call
+/// through a wrapper gives the towers their own copy of its optimizer
+/// (Optimizer::clone), which applies every call made through that wrapper (so
+/// one wrapper may minimize several losses, its calls sharing their slots).
+/// The slots are then the towers' (read them with TowerRun::variable(
+/// "<variable>/<optimizer name>/<slot>")): get_slot() and variables() of the
+/// wrapper find none. replicate_model_fn rejects optimizers not wrapped in it.
 ///
 ///   vkt::TowerOptimizer opt([] { return std::make_unique<vkt::Adam>(0.001f); });
 ///   vkt::Tensor train_op = opt.minimize(loss);
@@ -35,17 +42,17 @@ class TowerOptimizer {
   std::vector<Tensor> variables() { return optimizer().variables(); }
   const std::string& name() { return optimizer().name(); }
 
-  /// The wrapped optimizer, made now if it was given as a function. (With
-  /// several towers, tower 0's wrapper hands it to the towers, which keep it.)
+  /// The wrapped optimizer, made now if it was given as a function.
   Optimizer& optimizer();
   /// Apply steps made through this wrapper so far (towers check they agree).
   std::size_t apply_calls() const { return apply_calls_; }
-  bool made() const { return used_ != nullptr; }
+  /// True once the optimizer exists (from the start when given as an object).
+  bool made() const { return optimizer_ != nullptr; }
 
  private:
   std::unique_ptr<Optimizer> optimizer_;
-  Optimizer* used_ = nullptr;  // the optimizer, wherever it is owned
-  std::function<std::unique_ptr<Optimizer>()> make_;
+  std::function<std::unique_ptr<Optimizer>()> make_;  // until the optimizer is made
+  std::uint64_t id_;  // names this wrapper to the towers; no other wrapper has it
   std::size_t apply_calls_ = 0;
 };
 

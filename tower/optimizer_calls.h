@@ -1,6 +1,8 @@
 #pragma once
 // How the towers record their TowerOptimizer calls (internal to tower/).
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -8,14 +10,17 @@
 
 namespace vkt {
 
-/// Every TowerOptimizer call of the towers, in call order: tower 0's
-/// optimizer (the one that will apply) and each tower's gradients.
+/// Every TowerOptimizer call of the towers, in call order: the optimizer that
+/// applies it and each tower's gradients.
 struct OptimizerCalls {
   struct Call {
-    std::unique_ptr<Optimizer> owned;
-    Optimizer* optimizer = nullptr;
+    Optimizer* optimizer = nullptr;  // one of `optimizers`
     std::vector<std::vector<GradVar>> per_tower;
   };
+  /// The towers' own copy of each TowerOptimizer's optimizer (tower 0's
+  /// wrapper), by wrapper id: every call through one wrapper applies with one
+  /// copy, so its calls share their slots as they do on one tower.
+  std::map<std::uint64_t, std::unique_ptr<Optimizer>> optimizers;
   std::vector<Call> calls;
 };
 
@@ -30,9 +35,10 @@ class TowerReplication final : public Replication {
   float loss_scale() const override { return scale_; }
   int calls_made() const { return next_; }
 
-  /// Tower 0 opens call k with its optimizer; tower i > 0 must make the same
+  /// Tower 0 opens call k with the towers' copy of the wrapper's optimizer
+  /// (made at the wrapper's first call); tower i > 0 must make the same
   /// call (optimizer name, variables) or this throws vkt::Error.
-  Tensor record_call(std::unique_ptr<Optimizer>& owner, Optimizer& used,
+  Tensor record_call(std::uint64_t wrapper, const Optimizer& optimizer,
                      std::vector<GradVar> grads) override;
 
  private:

@@ -16,11 +16,10 @@ struct ReplicatedModel {
     EstimatorSpec spec;
     spec.mode = mode;
     spec.run = std::make_shared<TowerRun>(root, model_fn, options, mode, params);
-    // Every tower's hooks, in tower order, as TensorFlow merges them.
-    for (int i = 0; i < spec.run->towers(); ++i) {
-      const auto& hooks = spec.run->tower_spec(i).training_hooks;
-      spec.training_hooks.insert(spec.training_hooks.end(), hooks.begin(), hooks.end());
-    }
+    // The last tower's hooks, as TensorFlow's replicate_model_fn takes the
+    // last tower's spec fields: the towers' hooks are one model's, and each
+    // must run once per step, not once per tower.
+    spec.training_hooks = spec.run->tower_spec(spec.run->towers() - 1).training_hooks;
     return spec;
   }
 };

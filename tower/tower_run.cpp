@@ -128,6 +128,7 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
   }
 
   if (mode != Mode::Train) {
+    if (mode == Mode::Eval) check_eval_metrics();
     // Evaluation and prediction: each tower runs on its own; nothing to reduce
     // on the device (the metrics' sums add up on the host).
     for (int i = 0; i < n; ++i) {
@@ -376,6 +377,9 @@ Graph& TowerRun::variables_graph() const {
 }
 
 std::vector<float> TowerRun::variable(const std::string& name) {
+  for (Graph* share : share_graphs()) {  // RoundRobin: the slots are only in the shares
+    if (const std::optional<Tensor> var = share->find_variable(name)) return share->values(*var);
+  }
   Graph& g = variables_graph();
   const std::optional<Tensor> var = g.find_variable(name);
   if (!var) throw Error(fmt::format("the model has no variable named '{}'", name));

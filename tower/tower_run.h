@@ -53,7 +53,8 @@ class TowerRun {
   HostBatch predict_step(const HostBatch& features);
   /// The loss of the last step: the sum, in tower order, of the scaled tower losses.
   float loss();
-  /// A variable's value (the master copy with several towers).
+  /// A variable's or optimizer slot's value (the master copy with several
+  /// towers; with RoundRobin, its owner device's).
   std::vector<float> variable(const std::string& name);
   /// Saves every variable, slot and the global step as a safetensors checkpoint
   /// (the masters; with Mirrored, tower 0's replica, which every tower equals;
@@ -101,6 +102,8 @@ class TowerRun {
     std::unique_ptr<Executor> updates;
     std::unique_ptr<CrossDeviceCopy> sum_in;
   };
+  /// Eval: vkt::Error unless every tower returned the same metrics, computed alike.
+  void check_eval_metrics() const;
   void build_master(const Instance& root, const std::vector<std::uint32_t>& devices);
   /// Mirrored: every tower gets the updates of every recorded call on its own
   /// variables and slots; made before the towers' first executors.

@@ -3,11 +3,52 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <string>
 
 #include "../runtime/vulkan/error.h"
 #include "tower_run.h"
 
 namespace vkt {
+
+void TowerRun::check_eval_metrics() const {
+  const std::map<std::string, Metric>& first = towers_.front().spec.eval_metric_ops;
+  const auto shapes = [](const Metric& m) {
+    std::vector<std::string> out;
+    for (const Tensor& a : m.accumulators) out.push_back(a.shape().str());
+    return fmt::format("{}", fmt::join(out, ", "));
+  };
+  for (int i = 1; i < towers(); ++i) {
+    const std::map<std::string, Metric>& ours =
+        towers_[static_cast<std::size_t>(i)].spec.eval_metric_ops;
+    const auto missing = [](const std::map<std::string, Metric>& a,
+                            const std::map<std::string, Metric>& b) -> const std::string* {
+      for (const auto& [name, metric] : a) {
+        if (!b.count(name)) return &name;
+      }
+      return nullptr;
+    };
+    const std::string* name = missing(ours, first);
+    const bool only_ours = name != nullptr;
+    if (!only_ours) name = missing(first, ours);
+    if (name != nullptr) {
+      throw Error(fmt::format(
+          "eval metric '{}' is returned by tower {} but not by tower {}; every tower's model "
+          "function must return the same eval_metric_ops",
+          *name, only_ours ? i : 0, only_ours ? 0 : i));
+    }
+    for (const auto& [metric_name, metric] : first) {
+      const Metric& other = ours.at(metric_name);
+      if (shapes(metric) != shapes(other) || metric.per_example != other.per_example) {
+        throw Error(fmt::format(
+            "eval metric '{}' is computed differently on tower 0 (accumulators [{}]{}) and tower "
+            "{} ([{}]{}); every tower must compute each metric the same way",
+            metric_name, shapes(metric), metric.per_example ? ", per example" : "", i,
+            shapes(other), other.per_example ? ", per example" : ""));
+      }
+    }
+  }
+}
 
 void TowerRun::evaluate_step(const HostBatch& features, const HostBatch& labels,
                              std::optional<std::int64_t> real_examples) {
