@@ -30,6 +30,7 @@ TowerOptimizer::TowerOptimizer(std::function<std::unique_ptr<Optimizer>()> make)
 
 Optimizer& TowerOptimizer::optimizer() {
   if (!optimizer_) {
+    if (!make_) throw Error("TowerOptimizer: this wrapper was moved from; use the one it moved to");
     std::unique_ptr<Optimizer> made = make_();
     if (!made) throw Error("TowerOptimizer: the function that makes the optimizer returned null");
     optimizer_ = std::move(made);

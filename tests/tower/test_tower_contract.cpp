@@ -356,3 +356,11 @@ TEST_CASE("the model's training hooks run once per step on 1, 2 and 3 towers",
     CHECK(counts.after_step_towers == std::vector<int>(4, n - 1));
   }
 }
+
+TEST_CASE("a TowerOptimizer moved from says so instead of crashing", "[tower-contract]") {
+  vkt::TowerOptimizer from(std::make_unique<vkt::SGD>(1.0f));
+  vkt::TowerOptimizer to(std::move(from));
+  CHECK(to.name() == "SGD");
+  CHECK(to.made());
+  CHECK_THAT(error_of([&] { (void)from.name(); }), Contains("moved from"));  // NOLINT: on purpose
+}
