@@ -75,7 +75,7 @@ void save_checkpoint(std::span<Graph* const> graphs, std::uint64_t global_step,
       tensors.push_back({v.tensor.name(), v.tensor.shape(), graph->values(v.tensor)});
     }
   }
-  write_file_atomically(path, detail::encode_checkpoint(tensors, global_step));
+  write_file_atomically(path, detail::encode_checkpoint(path, tensors, global_step));
 }
 
 std::uint64_t checkpoint_global_step(const std::string& path) {

@@ -254,7 +254,8 @@ void check_listing(const std::string& path, const json& meta,
 
 }  // namespace
 
-std::vector<char> encode_checkpoint(std::span<const CheckpointTensor> tensors,
+std::vector<char> encode_checkpoint(const std::string& path,
+                                    std::span<const CheckpointTensor> tensors,
                                     std::uint64_t global_step) {
   json header = json::object();
   json listing = json::array();
@@ -264,9 +265,9 @@ std::vector<char> encode_checkpoint(std::span<const CheckpointTensor> tensors,
     if (static_cast<std::int64_t>(t.values.size()) != t.shape.elements() ||
         t.name == "__metadata__" || header.contains(t.name)) {
       throw Error(
-          fmt::format("save_checkpoint: tensor {} is a duplicate, a reserved name, or "
-                      "does not hold its shape's values",
-                      quoted(t.name)));
+          fmt::format("save_checkpoint('{}'): tensor {} is a duplicate, a reserved "
+                      "name, or does not hold its shape's values",
+                      path, quoted(t.name)));
     }
     const std::uint64_t begin = size;
     size += t.values.size() * sizeof(float);

@@ -34,8 +34,10 @@ struct CheckpointTensor {
   std::vector<float> values;
 };
 
-/// The whole file for `tensors` (in this order in the data section) at `global_step`.
-std::vector<char> encode_checkpoint(std::span<const CheckpointTensor> tensors,
+/// The whole file for `tensors` (in this order in the data section) at
+/// `global_step`; `path` (where it will be written) names errors.
+std::vector<char> encode_checkpoint(const std::string& path,
+                                    std::span<const CheckpointTensor> tensors,
                                     std::uint64_t global_step);
 
 /// Where a tensor's values lie in the data section.

@@ -39,9 +39,11 @@ Shape with_rows(const Shape& shape, std::int64_t rows) {
 }  // namespace
 
 HostTensor HostTensor::slice_rows(std::int64_t begin, std::int64_t count) const {
-  if (begin < 0 || count < 0 || begin + count > rows()) {
-    throw Error(fmt::format("rows [{}, {}) lie outside a host tensor of shape {}", begin,
-                            begin + count, shape.str()));
+  // count > rows() - begin, not begin + count > rows(): the sum of two
+  // caller-given values could overflow.
+  if (begin < 0 || count < 0 || begin > rows() || count > rows() - begin) {
+    throw Error(fmt::format("rows [{}, {} + {}) lie outside a host tensor of shape {}", begin,
+                            begin, count, shape.str()));
   }
   const auto from = static_cast<std::ptrdiff_t>(begin * row_elements(*this));
   const auto to = static_cast<std::ptrdiff_t>((begin + count) * row_elements(*this));

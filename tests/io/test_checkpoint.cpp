@@ -144,7 +144,8 @@ TEST_CASE("a checkpoint is a safetensors file") {
   // dense/w (3x4 floats) comes first in the data section, dense/b right after.
   const std::string entry = R"("dense/b":{"data_offsets":[48,64],"dtype":"F32","shape":[4]})";
   CHECK_THAT(header, Contains(entry));
-  CHECK_THAT(header, Contains(R"("format":"vktower")"));
+  CHECK_THAT(header, Contains(R"("format":"vktower-2")"));
+  CHECK_THAT(header, Contains(R"("header_crc32":")"));
   CHECK_THAT(header, Contains(R"("global_step":"2")"));
   CHECK_THAT(header, Contains("crc32"));
   CHECK_THAT(header, Contains(R"(\"name\":\"dense/w\")"));  // the "variables" listing

@@ -101,10 +101,15 @@ std::string swap_offsets(std::string header, const std::string& a, const std::st
   };
   const auto [pa, na] = offsets_of(a);
   const auto [pb, nb] = offsets_of(b);
-  REQUIRE(na == nb);  // equal-size tensors at offsets of equally many digits
   const std::string oa = header.substr(pa, na), ob = header.substr(pb, nb);
-  header.replace(pa, na, ob);
-  header.replace(pb, nb, oa);
+  // The later one first, so that the earlier position stays valid.
+  if (pa > pb) {
+    header.replace(pa, na, ob);
+    header.replace(pb, nb, oa);
+  } else {
+    header.replace(pb, nb, oa);
+    header.replace(pa, na, ob);
+  }
   return header;
 }
 
@@ -121,7 +126,7 @@ TEST_CASE("every single changed byte of a checkpoint file is refused naming the 
   const std::string good = saved_checkpoint(dir, 20);
   const std::string file = read_text(good);
   const std::uint64_t header_end = 8 + split(file).header.size();
-  REQUIRE(vkt::read_checkpoint(good).size() == 6);  // 2 variables, 2 Adam slots each
+  REQUIRE(vkt::read_checkpoint(good).size() == 8);  // 2 variables, 3 Adam slots each
   const std::string bad = dir / "bad.safetensors";
   int refused = 0;
   for (std::size_t i = 0; i < file.size(); ++i) {
@@ -185,7 +190,7 @@ TEST_CASE("a checkpoint written before header checksums still loads, fields cros
   const Split s = split(read_text(path));
   SECTION("a shape changed to another of the same size") {
     write_text(path, join(replaced(s.header, R"("shape":[2,3])", R"("shape":[3,2])"), s.data));
-    require_refused(path, R"(is [3, 2] in the header but "[2,3]" in metadata \"variables\")");
+    require_refused(path, R"(is [3, 2] in the header but "[2,3]" in metadata "variables")");
   }
   SECTION("a global_step that is not a plain decimal") {
     write_text(path,

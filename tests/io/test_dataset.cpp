@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 
 #include <vktower/runtime/io/dataset.h>
@@ -136,4 +137,13 @@ TEST_CASE("host tensors slice, pad and append rows") {
   CHECK_THAT(vkt::test::error_of([&] { labels.append_rows(t); }), Contains("cannot append"));
   CHECK_THAT(vkt::test::error_of([&] { (void)t.slice_rows(2, 2); }), Contains("outside"));
   CHECK_THAT(vkt::test::error_of([&] { (void)t.padded_rows(2); }), Contains("cannot pad"));
+}
+
+TEST_CASE("host tensor row ranges are checked without overflowing") {
+  const vkt::HostTensor t = vkt::HostTensor::floats(vkt::Shape{2, 1}, {1, 2});
+  // begin + count wrapped to a negative number, passed the check and copied out of bounds.
+  CHECK_THAT(vkt::test::error_of([&] { (void)t.slice_rows(1, INT64_MAX); }),
+             Contains("lie outside a host tensor of shape [2, 1]"));
+  CHECK_THAT(vkt::test::error_of([&] { (void)t.slice_rows(3, 0); }), Contains("outside"));
+  CHECK(t.slice_rows(1, 1).f32 == std::vector<float>{2});
 }
