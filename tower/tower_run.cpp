@@ -423,4 +423,24 @@ std::uint64_t TowerRun::global_step() const {
   return variables_graph().global_step();
 }
 
+void TowerRun::assign(const std::string& name, std::span<const float> values) {
+  std::vector<Graph*> graphs;
+  if (master_) graphs.push_back(master_.get());
+  for (const Share& share : shares_) graphs.push_back(share.graph.get());
+  for (const Tower& t : towers_) graphs.push_back(t.graph.get());
+  std::vector<std::pair<Graph*, Tensor>> holders;
+  for (Graph* g : graphs) {
+    const std::optional<Tensor> var = g->find_variable(name);
+    if (!var) continue;
+    if (var->shape().elements() != static_cast<std::int64_t>(values.size())) {
+      throw Error(fmt::format("assign: variable '{}' has shape {} ({} values) but {} were given",
+                              name, var->shape().str(), var->shape().elements(), values.size()));
+    }
+    holders.emplace_back(g, *var);
+  }
+  if (holders.empty())
+    throw Error(fmt::format("assign: the model has no variable named '{}'", name));
+  for (auto& [g, var] : holders) g->assign(var, values);
+}
+
 }  // namespace vkt
