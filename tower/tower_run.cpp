@@ -296,6 +296,9 @@ std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBa
     all[kExampleWeights] = HostTensor::floats({rows}, weights);
   }
   const std::vector<HostBatch> shards = shard(all, n);
+  // Every tower draws its random numbers (dropout) for the global step, in
+  // every variable mode: a resumed run draws what an uninterrupted one did.
+  const std::uint64_t step = global_step();
   // Each tower feeds, runs and waits on a thread of its own (tower 0 on this one).
   const auto run_tower = [&](int i) {
     Tower& t = towers_[i];
@@ -311,6 +314,7 @@ std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBa
         t.executor->feed(name, value.i32);
       }
     }
+    t.executor->set_step(step);
     const Ticket ticket = t.executor->run();
     ticket.wait();
     return ticket;

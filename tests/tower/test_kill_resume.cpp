@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -57,6 +58,16 @@ int wait_child(pid_t pid) {
   return WEXITSTATUS(status);
 }
 
+/// When the model directory's checkpoint index first exists (at most 60 s on).
+std::chrono::steady_clock::time_point wait_for_checkpoint(const fs::path& model_dir) {
+  const auto start = std::chrono::steady_clock::now();
+  while (!fs::exists(model_dir / "checkpoint") &&
+         std::chrono::steady_clock::now() - start < std::chrono::seconds(60)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return std::chrono::steady_clock::now();
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -65,7 +76,13 @@ TEST_CASE(
     "[estimator][resume][dropout][process]") {
   TempDir straight, killed;
   const std::string log = killed / "child.log";
-  REQUIRE(wait_child(start_child(straight.path.string(), log)) == 0);
+  // The uninterrupted run also measures how long training goes on after the
+  // first checkpoint: the kills land within that window.
+  const pid_t first = start_child(straight.path.string(), log);
+  const auto first_checkpoint = wait_for_checkpoint(straight.path);
+  REQUIRE(wait_child(first) == 0);
+  const auto window = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - first_checkpoint);
   const std::string expected =
       file_bytes(straight / (std::string("ckpt-") + kSteps + ".safetensors"));
   REQUIRE(expected.size() > 1000);
@@ -75,19 +92,18 @@ TEST_CASE(
   const fs::path model = killed.path / "model";
   for (int round = 0; round < 2; ++round) {
     const pid_t pid = start_child(model.string(), log);
-    // Once a checkpoint exists (the index names it), a random moment later.
-    const auto start = std::chrono::steady_clock::now();
-    while (!fs::exists(model / "checkpoint") &&
-           std::chrono::steady_clock::now() - start < std::chrono::seconds(60)) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    const int delay_ms = std::uniform_int_distribution<int>(0, 600)(random);
-    INFO("round " << round << ": killed " << delay_ms << " ms after the first checkpoint");
+    wait_for_checkpoint(model);  // from the last round, or this one's first
+    // A random moment in the first half (round 0) or quarter (round 1) of what
+    // is left of the window, so the kill lands before the run ends.
+    const auto most = static_cast<int>(window.count() / (round == 0 ? 2 : 4));
+    const int delay_ms = std::uniform_int_distribution<int>(0, std::max(most, 1))(random);
+    INFO("round " << round << ": killed " << delay_ms << " ms after a checkpoint existed (window "
+                  << window.count() << " ms)");
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     kill(pid, SIGKILL);
     const int status = wait_child(pid);
     INFO("child status " << status << "; log:\n" << file_bytes(log));
-    CHECK(status == -SIGKILL);  // else it finished first: the delay is too long for the run
+    CHECK(status == -SIGKILL);  // else it finished first
   }
   REQUIRE(wait_child(start_child(model.string(), log)) == 0);
   const std::string output = file_bytes(log);
