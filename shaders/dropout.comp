@@ -1,7 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // y = x * scale where an element is kept, else 0. Whether element i is kept is
-// a pure function of (graph seed, step, op key, i): a counter-based hash, so
+// a pure function of (graph seed, global step, replica, op key, i): a counter-based hash, so
 // the gradient recomputes the same mask from the same step parameters instead
 // of storing it, and every device and run draws the same mask for the same
 // seed and step. An element is kept when its 32-bit hash is >= threshold

@@ -25,6 +25,7 @@ struct Estimator::Built {
   std::shared_ptr<TowerRun> run;
   std::vector<std::shared_ptr<TrainingHook>> hooks;
   std::optional<std::string> restored;  // the checkpoint the variables hold, if any
+  bool warm_started = false;            // RunConfig::warm_start_from was applied
 };
 
 namespace {
@@ -98,6 +99,7 @@ Estimator::Estimator(ModelFn model_fn, RunConfig config, Params params)
         "device), which builds the model function once per tower; a plain model function "
         "has no devices to run on");
   }
+  if (config_.warm_start_from) check_warm_start_settings(*config_.warm_start_from);
   if (config_.keep_checkpoint_max < 1) {
     throw Error(fmt::format("RunConfig.keep_checkpoint_max is {}; keep at least 1",
                             config_.keep_checkpoint_max));
@@ -219,11 +221,16 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
   Built& b = built(Mode::Train, *batch, batch_size);
   TowerRun& run = *b.run;
   resumed_ = false;
+  warm_started_ = false;
   if (latest && !b.restored) {
     run.restore(*latest);
     b.restored = latest;
     resumed_ = true;
     detail::log().info("resuming from {} at global step {}", *latest, run.global_step());
+  } else if (!latest && !b.restored && !b.warm_started && config_.warm_start_from) {
+    warm_start(run, *config_.warm_start_from);
+    b.warm_started = warm_started_ = true;
+    detail::log().info("warm-started from {}", config_.warm_start_from->ckpt_to_initialize_from);
   }
 
   std::vector<std::shared_ptr<TrainingHook>> hooks = b.hooks;

@@ -12,6 +12,7 @@
 #include "../runtime/vulkan/instance.h"
 #include "input_fn.h"
 #include "model_fn.h"
+#include "warm_start.h"
 
 namespace vkt {
 
@@ -39,6 +40,10 @@ struct RunConfig {
   /// Redraw model_dir/loss.png (gnuplot, when installed) after each train() and
   /// evaluate(): ~65 ms a call, worth turning off for many short calls.
   bool plot_loss = true;
+  /// Variables from another run's checkpoint when training starts with no
+  /// checkpoint in model_dir (see WarmStartSettings); a run that finds its own
+  /// checkpoint resumes from it instead.
+  std::optional<WarmStartSettings> warm_start_from{};
 };
 
 /// How long train() runs: `steps` more steps, or until the global step
@@ -100,6 +105,8 @@ class Estimator {
   const RunConfig& config() const { return config_; }
   /// True when the last train() started from a checkpoint.
   bool resumed() const { return resumed_; }
+  /// True when the last train() took its variables from RunConfig::warm_start_from.
+  bool warm_started() const { return warm_started_; }
   Instance& instance() { return instance_; }
 
  private:
@@ -113,6 +120,7 @@ class Estimator {
   std::map<Mode, std::unique_ptr<Built>> built_;
   std::unique_ptr<TrainingLog> log_;
   bool resumed_ = false;
+  bool warm_started_ = false;
   bool own_model_dir_ = false;  // a temporary directory, removed with the Estimator
 };
 

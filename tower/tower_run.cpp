@@ -297,6 +297,9 @@ std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBa
     all[kExampleWeights] = HostTensor::floats({rows}, weights);
   }
   const std::vector<HostBatch> shards = shard(all, n);
+  // Every tower draws its random numbers (dropout) for the global step, in
+  // every variable mode: a resumed run draws what an uninterrupted one did.
+  const std::uint64_t step = global_step();
   // Each tower feeds, runs and waits on a thread of its own (tower 0 on this one).
   const auto run_tower = [&](int i) {
     Tower& t = towers_[i];
@@ -312,6 +315,7 @@ std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBa
         t.executor->feed(name, value.i32);
       }
     }
+    t.executor->set_step(step);
     const Ticket ticket = t.executor->run();
     ticket.wait();
     return ticket;
@@ -425,6 +429,26 @@ void TowerRun::restore(const std::string& path) {
 
 std::uint64_t TowerRun::global_step() const {
   return variables_graph().global_step();
+}
+
+void TowerRun::assign(const std::string& name, std::span<const float> values) {
+  std::vector<Graph*> graphs;
+  if (master_) graphs.push_back(master_.get());
+  for (const Share& share : shares_) graphs.push_back(share.graph.get());
+  for (const Tower& t : towers_) graphs.push_back(t.graph.get());
+  std::vector<std::pair<Graph*, Tensor>> holders;
+  for (Graph* g : graphs) {
+    const std::optional<Tensor> var = g->find_variable(name);
+    if (!var) continue;
+    if (var->shape().elements() != static_cast<std::int64_t>(values.size())) {
+      throw Error(fmt::format("assign: variable '{}' has shape {} ({} values) but {} were given",
+                              name, var->shape().str(), var->shape().elements(), values.size()));
+    }
+    holders.emplace_back(g, *var);
+  }
+  if (holders.empty())
+    throw Error(fmt::format("assign: the model has no variable named '{}'", name));
+  for (auto& [g, var] : holders) g->assign(var, values);
 }
 
 }  // namespace vkt

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,10 @@ class TowerRun {
   /// rest (optimizer slots).
   void restore(const std::string& path);
   std::uint64_t global_step() const;
+  /// Overwrites variable `name` wherever the model holds it (the master, every
+  /// tower's replica, a RoundRobin share): a warm start before the first step.
+  /// vkt::Error, with nothing changed, for an unknown name or a wrong size.
+  void assign(const std::string& name, std::span<const float> values);
 
   /// Where the last step's time went, in milliseconds of host wall clock.
   struct StepTimes {

@@ -13,8 +13,25 @@
 namespace vkt {
 
 namespace {
-constexpr std::size_t kStepParamsBytes = 16;  // u32 step, u32 seed, 2 spare
+constexpr std::size_t kStepParamsBytes = 16;  // u32 step, u32 seed, u32 replica, spare
+
+// The shaders' mix32 (lowbias32): maps 0 to 0.
+std::uint32_t mix32(std::uint32_t v) {
+  v ^= v >> 16;
+  v *= 0x7feb352du;
+  v ^= v >> 15;
+  v *= 0x846ca68bu;
+  v ^= v >> 16;
+  return v;
 }
+
+// A 64-bit step or seed as the 32-bit word the shaders read: the low half
+// with the high half hashed in, so values below 2^32 are themselves and
+// larger ones still differ.
+std::uint32_t fold(std::uint64_t v) {
+  return static_cast<std::uint32_t>(v) ^ mix32(static_cast<std::uint32_t>(v >> 32));
+}
+}  // namespace
 
 class Executor::Context final : public RecordContext {
  public:
@@ -50,7 +67,12 @@ class Executor::ParamsContext final : public HostParamsContext {
 };
 
 Executor::Executor(Graph& graph, std::vector<Tensor> fetches, ExecutorOptions options)
-    : graph_(&graph), options_(options), fetches_(std::move(fetches)), stream_(graph.device()) {
+    : graph_(&graph),
+      options_(options),
+      fetches_(std::move(fetches)),
+      stream_(graph.device()),
+      step_(graph.global_step()),
+      seen_global_step_(graph.global_step()) {
   if (fetches_.empty()) throw Error("an Executor needs at least one tensor to fetch");
   for (const Tensor& f : fetches_) {
     if (!f.valid() || &f.graph() != graph_) {
@@ -313,7 +335,10 @@ Ticket Executor::run() {
     all_fed_ = true;
   }
   last_.wait();
-  const std::uint32_t params[4] = {step_, static_cast<std::uint32_t>(graph_->options().seed),
+  // A new global step (restored, or trained by another program) restarts the
+  // random streams there: a resumed run draws what the uninterrupted one did.
+  if (graph_->global_step() != seen_global_step_) step_ = graph_->global_step();
+  const std::uint32_t params[4] = {fold(step_), fold(graph_->options().seed),
                                    graph_->options().replica, 0};
   const std::span<std::byte> host = feed_host();
   std::memcpy(host.data() + params_offset_, params, sizeof(params));
@@ -327,6 +352,7 @@ Ticket Executor::run() {
   last_ = stream_.submit();
   graph_->set_last_run(last_);
   if (updates_ && options_.training) graph_->set_global_step(graph_->global_step() + 1);
+  seen_global_step_ = graph_->global_step();
   return last_;
 }
 

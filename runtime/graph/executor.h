@@ -60,7 +60,16 @@ class Executor {
   Buffer& gradient_arena() { return gradient_arena_; }
   Stream& stream() { return stream_; }
   Graph& graph() const { return *graph_; }
-  std::uint32_t step() const { return step_; }
+  /// The step the next run draws its random numbers for (dropout masks):
+  /// every random stream is a function of (graph seed, this step, replica, op),
+  /// so a run is a pure function of the variables and the step. It starts at
+  /// the graph's global step, follows it whenever it changes (a restored
+  /// checkpoint, a training step), and advances by one each run in between (a
+  /// program that updates nothing draws new masks each run all the same).
+  std::uint64_t step() const { return step_; }
+  /// Sets the step the next run draws for; TowerRun sets every tower's to the
+  /// global step before each step.
+  void set_step(std::uint64_t step) { step_ = step; }
   /// Dispatches and barriers in the recorded step.
   std::size_t dispatch_count() const { return stream_.command_count(); }
 
@@ -94,7 +103,8 @@ class Executor {
   Buffer activation_arena_;
   Stream stream_;
   Ticket last_;
-  std::uint32_t step_ = 0;
+  std::uint64_t step_ = 0;
+  std::uint64_t seen_global_step_ = 0;  // the graph's global step at the last run
   std::size_t params_offset_ = 0;
   std::map<int, std::size_t> host_params_;  // node index -> offset in the feed arena
   int recording_node_ = -1;

@@ -75,6 +75,12 @@ Tensor Graph::variable(const std::string& name, const Shape& shape, const Initia
   }
   if (inputs_.count(name)) check_name_free(name, "variable");
   if (name.empty()) throw Error("a variable needs a name");
+  if (initializer.kind == Initializer::Kind::Values && initializer.values_shape != shape) {
+    throw Error(
+        fmt::format("variable '{}' has shape {}, but Initializer::from_values was given values "
+                    "of shape {}; give values of the variable's shape",
+                    name, shape.str(), initializer.values_shape.str()));
+  }
   check_open(fmt::format("variable '{}'", name).c_str());
   Tensor t = add_tensor({shape, DType::F32, TensorKind::Variable, name});
   variable_index_[name] = static_cast<int>(variables_.size());

@@ -4,6 +4,9 @@
 
 #include <cmath>
 
+#include "../io/host_tensor.h"
+#include "../vulkan/error.h"
+
 namespace vkt {
 namespace {
 
@@ -44,6 +47,23 @@ Fans fans_of(const Shape& shape) {
 
 }  // namespace
 
+Initializer Initializer::from_values(const HostTensor& values) {
+  if (values.dtype != DType::F32) {
+    throw Error(
+        fmt::format("Initializer::from_values: the values (shape {}) are i32; variables "
+                    "hold f32 values",
+                    values.shape.str()));
+  }
+  if (static_cast<std::int64_t>(values.f32.size()) != values.shape.elements()) {
+    throw Error(fmt::format("Initializer::from_values: shape {} needs {} values, {} were given",
+                            values.shape.str(), values.shape.elements(), values.f32.size()));
+  }
+  Initializer init{Kind::Values, 0.0f, 0.0f};
+  init.values = std::make_shared<const std::vector<float>>(values.f32);
+  init.values_shape = values.shape;
+  return init;
+}
+
 std::string Initializer::str() const {
   switch (kind) {
     case Kind::Constant:
@@ -56,6 +76,8 @@ std::string Initializer::str() const {
       return fmt::format("truncated_normal({}, {})", a, b);
     case Kind::GlorotUniform:
       return "glorot_uniform";
+    case Kind::Values:
+      return fmt::format("values({})", values_shape.str());
     default:
       return "he_normal";
   }
@@ -69,6 +91,15 @@ std::uint64_t variable_seed(std::uint64_t graph_seed, const std::string& name) {
 }
 
 std::vector<float> initial_values(const Initializer& init, const Shape& shape, std::uint64_t seed) {
+  if (init.kind == Initializer::Kind::Values) {
+    if (!init.values || init.values_shape != shape) {
+      throw Error(
+          fmt::format("Initializer::from_values holds values of shape {}; a tensor of "
+                      "shape {} cannot take them",
+                      init.values_shape.str(), shape.str()));
+    }
+    return *init.values;
+  }
   const std::int64_t n = shape.elements();
   std::vector<float> v(static_cast<std::size_t>(n));
   SplitMix64 rng{seed};
@@ -100,6 +131,8 @@ std::vector<float> initial_values(const Initializer& init, const Shape& shape, s
       }
       case Initializer::Kind::HeNormal:
         x = truncated(0.0, std::sqrt(2.0 / fans.in) / 0.87962566103423978);
+        break;
+      case Initializer::Kind::Values:  // returned above
         break;
     }
     v[static_cast<std::size_t>(i)] = static_cast<float>(x);

@@ -141,3 +141,33 @@ TEST_CASE("dropout rejects a rate below 0 or at or above 1") {
   exec.run();
   CHECK(exec.read(y) == std::vector<float>{1, -2, 3, 0.5f});
 }
+
+TEST_CASE(
+    "dropout draws for the graph's global step: a graph restored at step k draws step k's mask, "
+    "and set_step picks any step",
+    "[dropout][resume]") {
+  vkt::Device& device = vkt::test::shared_device();
+  DropoutGraph d(device, 7, 0.5f);
+  vkt::Executor exec(d.g, {d.y});
+  std::vector<std::vector<bool>> masks;
+  for (int step = 0; step < 3; ++step) masks.push_back(mask_of(d.run(exec)));
+
+  // A new process's graph, restored at global step 2 (set before or after its
+  // Executor is made): its first run draws step 2's mask, not step 0's.
+  DropoutGraph before(device, 7, 0.5f);
+  before.g.set_global_step(2);
+  vkt::Executor e_before(before.g, {before.y});
+  CHECK(e_before.step() == 2);
+  CHECK(mask_of(before.run(e_before)) == masks[2]);
+  DropoutGraph after(device, 7, 0.5f);
+  vkt::Executor e_after(after.g, {after.y});
+  after.g.set_global_step(1);
+  CHECK(mask_of(after.run(e_after)) == masks[1]);
+  CHECK(mask_of(after.run(e_after)) == masks[2]);  // then one step per run, as before
+
+  // set_step: any step, 64-bit ones included (2^32 is not step 0 again).
+  e_after.set_step(0);
+  CHECK(mask_of(after.run(e_after)) == masks[0]);
+  e_after.set_step(std::uint64_t{1} << 32);
+  CHECK(count_differences(mask_of(after.run(e_after)), masks[0]) > kN / 4);
+}

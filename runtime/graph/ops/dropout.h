@@ -11,10 +11,11 @@ namespace vkt {
 /// and scaled by 1 / (1 - rate), else set to 0. In an evaluation Executor
 /// (ExecutorOptions::training = false): x unchanged (copied).
 ///
-/// The mask is a hash of (the graph's seed, the step number of the Executor's
-/// run, the graph's replica, this op's position in the graph mixed with
-/// `seed_offset`, the element's index): the same seed and step give the same
-/// mask on every device and run, each step draws a new one, two dropout ops of
+/// The mask is a hash of (the graph's seed, the Executor's step, which is the
+/// global step in training (Executor::step), the graph's replica, this op's
+/// position in the graph mixed with `seed_offset`, the element's index): the
+/// same seed and step give the same mask on every device and run, a resumed
+/// run included, each step draws a new one, two dropout ops of
 /// one graph draw different ones, and so do the towers of a replicated model. The gradient
 /// recomputes the mask from the same values instead of storing it. rate must lie in [0, 1), else a
 /// vkt::Error.
