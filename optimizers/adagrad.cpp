@@ -15,9 +15,12 @@ Adagrad::Adagrad(LearningRate lr, AdagradOptions options, std::string name)
 }
 
 std::function<StepValues(std::uint64_t)> Adagrad::step_values() const {
+  // H = (clr, eps, weight_decay), see shaders/opt_adagrad.glsl.
   return [lr = learning_rate(), o = options_](std::uint64_t step) {
-    return StepValues{lr.at(step),
-                      {o.lr_decay, o.eps, o.weight_decay, static_cast<float>(step + 1), 0, 0, 0}};
+    const auto f = [](double x) { return static_cast<float>(x); };
+    const double rate = lr.at(step);
+    const double clr = rate / (1.0 + static_cast<double>(step) * o.lr_decay);
+    return StepValues{f(rate), {f(clr), f(o.eps), f(o.weight_decay)}};
   };
 }
 

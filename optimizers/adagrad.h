@@ -5,17 +5,19 @@
 
 namespace vkt {
 
+/// Hyperparameters are doubles, as PyTorch's (the decayed rate is formed in
+/// double).
 struct AdagradOptions {
-  float lr_decay = 0.0f;
-  float weight_decay = 0.0f;
-  float initial_accumulator_value = 0.0f;
-  float eps = 1e-10f;
+  double lr_decay = 0.0;
+  double weight_decay = 0.0;
+  double initial_accumulator_value = 0.0;
+  double eps = 1e-10;
   Clipping clipping{};
 };
 
 /// torch.optim.Adagrad, at step t = 1, 2, ...:
 ///   g = g + weight_decay * p
-///   clr = lr / (1 + (t - 1) * lr_decay)
+///   clr = lr / (1 + (t - 1) * lr_decay)   (in double, on the host)
 ///   sum = sum + g^2                 (starts at initial_accumulator_value)
 ///   p = p - clr * g / (sqrt(sum) + eps)
 /// Slot "sum". Sparse rows (see Optimizer): only named rows add to their sum
@@ -30,7 +32,7 @@ class Adagrad : public Optimizer {
     return std::make_unique<Adagrad>(learning_rate(), options_, name());
   }
   float slot_initial_value(const std::string&) const override {
-    return options_.initial_accumulator_value;
+    return static_cast<float>(options_.initial_accumulator_value);
   }
 
  private:

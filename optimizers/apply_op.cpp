@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "../runtime/graph/graph.h"
@@ -12,7 +13,11 @@
 namespace vkt::detail {
 namespace {
 
-constexpr std::size_t kApplyHeaderBytes = 48;   // lr, h[7], clip_value, clip_norm, segments, total
+// lr, h[11], clip_value, clip_norm, segments, total: the Params block of
+// shaders/optimizer_params.glsl, whose segment table follows at word 16.
+constexpr std::size_t kApplyHeaderWords = 16;
+constexpr std::size_t kApplyHeaderBytes = 4 * kApplyHeaderWords;
+static_assert(1 + std::tuple_size_v<decltype(StepValues::h)> + 4 == kApplyHeaderWords);
 constexpr std::size_t kApplySegmentBytes = 32;  // two uvec4
 constexpr std::size_t kNormHeaderBytes = 16;
 // Invocations of an update dispatch: one per 64 elements, at most 2^18. Each
@@ -34,11 +39,11 @@ void write_header(std::vector<std::uint32_t>& words, const StepValues& step,
                   const Clipping& clipping, std::size_t segments, std::uint32_t total) {
   const auto put = [&](std::size_t i, float f) { std::memcpy(&words[i], &f, 4); };
   put(0, step.lr);
-  for (std::size_t i = 0; i < 7; ++i) put(1 + i, step.h[i]);
-  put(8, clipping.value);
-  put(9, clipping.global_norm);
-  words[10] = static_cast<std::uint32_t>(segments);
-  words[11] = total;
+  for (std::size_t i = 0; i < step.h.size(); ++i) put(1 + i, step.h[i]);
+  put(12, clipping.value);
+  put(13, clipping.global_norm);
+  words[14] = static_cast<std::uint32_t>(segments);
+  words[15] = total;
 }
 
 /// A sparse variable's row width D (floats per row of the [V, ...] variable),
@@ -163,7 +168,7 @@ void ApplyOp::write_host_params(std::span<std::byte> out, std::span<const Tensor
   std::uint32_t start = 0;
   for (std::size_t v = 0; v < variables_; ++v) {
     const std::size_t at = first + v * (2 + slots_);
-    const std::size_t w = 12 + v * 8;
+    const std::size_t w = kApplyHeaderWords + v * 8;
     const auto count = static_cast<std::uint32_t>(in[at].shape().elements());
     words[w] = float_offset(ctx.buffer(in[at]));
     words[w + 1] = float_offset(ctx.buffer(in[at + 1]));
@@ -231,7 +236,7 @@ void SparseApplyOp::write_host_params(std::span<std::byte> out, std::span<const 
   std::uint32_t items = 0;
   for (std::size_t v = 0; v < variables_; ++v) {
     const std::size_t at = first + v * (3 + slots_);
-    const std::size_t w = 12 + v * 12;
+    const std::size_t w = kApplyHeaderWords + v * 12;
     const std::uint32_t width = row_width(in[at]);
     const auto k = static_cast<std::uint32_t>(in[at + 2].shape().elements());
     words[w] = float_offset(ctx.buffer(in[at]));

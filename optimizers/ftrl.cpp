@@ -15,8 +15,14 @@ Ftrl::Ftrl(LearningRate lr, FtrlOptions options, std::string name)
 }
 
 std::function<StepValues(std::uint64_t)> Ftrl::step_values() const {
+  // H = (k = -learning_rate_power, l1, 2 * l2, 1 / lr, k == 0.5), see
+  // shaders/opt_ftrl.glsl.
   return [lr = learning_rate(), o = options_](std::uint64_t step) {
-    return StepValues{lr.at(step), {o.learning_rate_power, o.l1, o.l2, 0, 0, 0, 0}};
+    const auto f = [](double x) { return static_cast<float>(x); };
+    const double rate = lr.at(step);
+    return StepValues{f(rate),
+                      {f(-o.learning_rate_power), f(o.l1), f(2.0 * o.l2), f(1.0 / rate),
+                       o.learning_rate_power == -0.5 ? 1.0f : 0.0f}};
   };
 }
 

@@ -5,11 +5,12 @@
 
 namespace vkt {
 
+/// Hyperparameters are doubles (1 / lr and 2 * l2 are formed in double).
 struct FtrlOptions {
-  float learning_rate_power = -0.5f;
-  float initial_accumulator_value = 0.1f;
-  float l1 = 0.0f;
-  float l2 = 0.0f;
+  double learning_rate_power = -0.5;
+  double initial_accumulator_value = 0.1;
+  double l1 = 0.0;
+  double l2 = 0.0;
   Clipping clipping{};
 };
 
@@ -19,6 +20,8 @@ struct FtrlOptions {
 ///   quadratic = accum_new^k / lr + 2 * l2
 ///   p = (sign(linear) * l1 - linear) / quadratic   if |linear| > l1, else 0
 ///   accum = accum_new
+/// x^k is sqrt(x) for the default k = 0.5, as in TensorFlow (GLSL's pow is
+/// exp2(k * log2(x)), less accurate).
 /// Slots "accumulator" (starts at initial_accumulator_value) and "linear".
 /// Sparse rows (see Optimizer): only named rows change, as tf
 /// sparse_apply_ftrl.
@@ -32,7 +35,7 @@ class Ftrl : public Optimizer {
     return std::make_unique<Ftrl>(learning_rate(), options_, name());
   }
   float slot_initial_value(const std::string& slot) const override {
-    return slot == "accumulator" ? options_.initial_accumulator_value : 0.0f;
+    return slot == "accumulator" ? static_cast<float>(options_.initial_accumulator_value) : 0.0f;
   }
 
  private:

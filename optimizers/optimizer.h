@@ -34,11 +34,15 @@ struct Clipping {
   float global_norm = 0.0f;
 };
 
-/// The learning rate and up to seven hyperparameters of one step, as the
-/// update shader reads them.
+/// The learning rate and up to eleven values of one step, as the update shader
+/// reads them. Every value derived from the hyperparameters (1 - beta, bias
+/// corrections, a scheduled or decayed rate, ...) is formed in double on the
+/// host and only then rounded to float: formed in float, 1 - 0.999f is
+/// 0.00099998713 (1.3e-5 off 0.001), which RMSprop's steps carry straight
+/// into the weights.
 struct StepValues {
   float lr = 0.0f;
-  std::array<float, 7> h{};
+  std::array<float, 11> h{};
 };
 
 /// Base of SGD, Adam, ... Each minimize()/apply_gradients() call adds one update
@@ -107,8 +111,8 @@ class Optimizer {
   /// The update shader's name (shaders/<name>.comp).
   virtual const char* shader() const = 0;
   /// A function from the global step (completed steps) to the values the shader
-  /// reads at that step. Captures values, not the optimizer, so the graph never
-  /// points back at it.
+  /// reads at that step (see StepValues). Captures values, not the optimizer,
+  /// so the graph never points back at it.
   virtual std::function<StepValues(std::uint64_t)> step_values() const = 0;
   virtual float slot_initial_value(const std::string& /*slot*/) const { return 0.0f; }
   /// A new optimizer of the same kind, name and settings, with no slots yet:

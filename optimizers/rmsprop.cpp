@@ -15,9 +15,13 @@ RMSprop::RMSprop(LearningRate lr, RMSpropOptions options, std::string name)
 }
 
 std::function<StepValues(std::uint64_t)> RMSprop::step_values() const {
+  // H = (alpha, 1 - alpha, eps, weight_decay, momentum, centered), see
+  // shaders/opt_rmsprop.glsl.
   return [lr = learning_rate(), o = options_](std::uint64_t step) {
-    return StepValues{lr.at(step),
-                      {o.alpha, o.eps, o.weight_decay, o.momentum, o.centered ? 1.0f : 0.0f, 0, 0}};
+    const auto f = [](double x) { return static_cast<float>(x); };
+    return StepValues{f(lr.at(step)),
+                      {f(o.alpha), f(1.0 - o.alpha), f(o.eps), f(o.weight_decay), f(o.momentum),
+                       o.centered ? 1.0f : 0.0f}};
   };
 }
 

@@ -5,11 +5,13 @@
 
 namespace vkt {
 
+/// Hyperparameters are doubles, as PyTorch's: 1 - alpha is formed in double
+/// (write 0.99, not 0.99f, whose 1 - alpha is 0.0099999905).
 struct RMSpropOptions {
-  float alpha = 0.99f;
-  float eps = 1e-8f;
-  float weight_decay = 0.0f;
-  float momentum = 0.0f;
+  double alpha = 0.99;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  double momentum = 0.0;
   bool centered = false;
   Clipping clipping{};
 };

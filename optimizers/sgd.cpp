@@ -18,10 +18,13 @@ SGD::SGD(LearningRate lr, SGDOptions options, std::string name)
 }
 
 std::function<StepValues(std::uint64_t)> SGD::step_values() const {
+  // H = (momentum, 1 - dampening, nesterov, weight_decay, first step), see
+  // shaders/opt_sgd.glsl.
   return [lr = learning_rate(), o = options_](std::uint64_t step) {
-    return StepValues{lr.at(step),
-                      {o.momentum, o.dampening, o.nesterov ? 1.0f : 0.0f, o.weight_decay,
-                       step == 0 ? 1.0f : 0.0f, 0.0f, 0.0f}};
+    const auto f = [](double x) { return static_cast<float>(x); };
+    return StepValues{f(lr.at(step)),
+                      {f(o.momentum), f(1.0 - o.dampening), o.nesterov ? 1.0f : 0.0f,
+                       f(o.weight_decay), step == 0 ? 1.0f : 0.0f}};
   };
 }
 

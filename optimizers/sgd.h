@@ -5,11 +5,13 @@
 
 namespace vkt {
 
+/// Hyperparameters are doubles, as PyTorch's: write 0.9, not 0.9f (which is
+/// 0.899999976), and the update uses exactly what a float64 run would.
 struct SGDOptions {
-  float momentum = 0.0f;
-  float dampening = 0.0f;
+  double momentum = 0.0;
+  double dampening = 0.0;
   bool nesterov = false;
-  float weight_decay = 0.0f;
+  double weight_decay = 0.0;
   Clipping clipping{};
 };
 
@@ -25,7 +27,7 @@ struct SGDOptions {
 /// sparse_apply_momentum); "t = 1" is the global first step, so a row first
 /// named later starts its buffer at (1 - dampening) * g.
 ///
-///   vkt::SGD sgd(0.1f, {.momentum = 0.9f, .nesterov = true});
+///   vkt::SGD sgd(0.1, {.momentum = 0.9, .nesterov = true});
 class SGD : public Optimizer {
  public:
   explicit SGD(LearningRate lr, SGDOptions options = {}, std::string name = "SGD");
@@ -45,7 +47,7 @@ class SGD : public Optimizer {
 /// update as SGD with momentum and no dampening.
 class Momentum : public SGD {
  public:
-  Momentum(LearningRate lr, float momentum, bool nesterov = false, std::string name = "Momentum")
+  Momentum(LearningRate lr, double momentum, bool nesterov = false, std::string name = "Momentum")
       : SGD(std::move(lr), {.momentum = momentum, .nesterov = nesterov}, std::move(name)) {}
 };
 

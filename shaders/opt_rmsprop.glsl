@@ -1,17 +1,18 @@
 // RMSprop as torch.optim.RMSprop (see optimizers/rmsprop.h):
-// H = (alpha, eps, weight_decay, momentum, centered). Slots: square_avg,
-// momentum_buffer, grad_avg.
+// H = (alpha, 1 - alpha (formed in double on the host), eps, weight_decay,
+// momentum, centered). Slots: square_avg, momentum_buffer, grad_avg.
 // One body for vec4 and float: T, LD and ST come from the includer.
 void update(uint p, T g, uvec3 slot) {
-  float alpha = H[0], eps = H[1], weight_decay = H[2], momentum = H[3];
-  bool centered = H[4] != 0.0;
+  float alpha = H[0], one_minus_alpha = H[1], eps = H[2], weight_decay = H[3];
+  float momentum = H[4];
+  bool centered = H[5] != 0.0;
   T w = LD(p);
   g += weight_decay * w;
-  T sq = alpha * LD(slot.x) + (1.0 - alpha) * g * g;
+  T sq = alpha * LD(slot.x) + one_minus_alpha * g * g;
   ST(slot.x, sq);
   T avg;
   if (centered) {
-    T ga = alpha * LD(slot.z) + (1.0 - alpha) * g;
+    T ga = alpha * LD(slot.z) + one_minus_alpha * g;
     ST(slot.z, ga);
     avg = sqrt(sq - ga * ga) + eps;
   } else {

@@ -6,7 +6,7 @@ layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 2) readonly buffer Params {
   float lr;
-  float h[7];  // the optimizer's values for this step
+  float h[11];  // the optimizer's values for this step (StepValues)
   float clip_value;
   float clip_norm;
   uint segments;
@@ -20,11 +20,11 @@ layout(std430, binding = 4) writeonly buffer Out { float used_lr[]; };
 // This invocation's copies of the step's values: read from the buffer once,
 // not once per element (on lavapipe every buffer load is a loop over lanes).
 float LR;
-float H[7];
+float H[11];
 
 void load_step_values() {
   LR = lr;
-  for (int k = 0; k < 7; ++k) H[k] = h[k];
+  for (int k = 0; k < 11; ++k) H[k] = h[k];
 }
 
 // Comparisons that GLSL spells differently for vectors and scalars.
