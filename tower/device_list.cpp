@@ -13,10 +13,11 @@
 namespace vkt {
 namespace {
 
+/// What follows an error about a device list: the devices, one a line.
 std::string listing(const Instance& instance) {
   std::string out;
   for (const DeviceInfo& d : instance.devices()) out += fmt::format("\n  {}: {}", d.index, d.name);
-  return out.empty() ? " (none: install a Vulkan driver, e.g. mesa-vulkan-drivers)" : out;
+  return out.empty() ? "; install a Vulkan driver, e.g. mesa-vulkan-drivers" : ":" + out;
 }
 
 std::string_view trim(std::string_view s) {
@@ -27,15 +28,22 @@ std::string_view trim(std::string_view s) {
 
 }  // namespace
 
-std::vector<std::uint32_t> parse_device_list(std::string_view spec, const Instance& instance) {
-  const auto count = static_cast<std::uint32_t>(instance.devices().size());
-  spec = trim(spec);
+std::vector<std::uint32_t> parse_device_list(std::string_view spec, std::uint32_t device_count) {
   const std::string_view whole = spec;
+  const std::string devices = device_count == 0   ? "no Vulkan device"
+                              : device_count == 1 ? "1 Vulkan device (0)"
+                                                  : fmt::format("{} Vulkan devices (0..{})",
+                                                                device_count, device_count - 1);
+  spec = trim(spec);
+  if (spec.empty()) {
+    throw Error(fmt::format(
+        "device list '{}' names no device; write 'all' or indices like 0,0,1 (this machine has {})",
+        whole, devices));
+  }
   std::vector<std::uint32_t> out;
-  if (spec.empty() || spec == "all") {
-    for (std::uint32_t i = 0; i < count; ++i) out.push_back(i);
-    if (out.empty())
-      throw Error("device list 'all': this machine has no Vulkan device" + listing(instance));
+  if (spec == "all") {
+    if (device_count == 0) throw Error("device list 'all': this machine has no Vulkan device");
+    for (std::uint32_t i = 0; i < device_count; ++i) out.push_back(i);
     return out;
   }
   while (true) {
@@ -44,22 +52,28 @@ std::vector<std::uint32_t> parse_device_list(std::string_view spec, const Instan
     std::uint32_t index = 0;
     const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), index);
     if (token.empty() || ec != std::errc() || end != token.data() + token.size()) {
-      throw Error(
-          fmt::format("device list '{}': '{}' is not a device index; write 'all' or "
-                      "indices like 0,0,1 (the devices:{})",
-                      whole, token, listing(instance)));
+      throw Error(fmt::format(
+          "device list '{}': '{}' is not a device index; write 'all' or indices like 0,0,1 "
+          "(this machine has {})",
+          whole, token, devices));
     }
-    if (index >= count) {
-      throw Error(
-          fmt::format("device list '{}': device {} does not exist; this machine has {} "
-                      "Vulkan device{}:{}",
-                      whole, index, count, count == 1 ? "" : "s", listing(instance)));
+    if (index >= device_count) {
+      throw Error(fmt::format("device list '{}': device {} does not exist; this machine has {}",
+                              whole, index, devices));
     }
     out.push_back(index);
     if (comma == std::string_view::npos) break;
     spec.remove_prefix(comma + 1);
   }
   return out;
+}
+
+std::vector<std::uint32_t> parse_device_list(std::string_view spec, const Instance& instance) {
+  try {
+    return parse_device_list(spec, static_cast<std::uint32_t>(instance.devices().size()));
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}{}", e.what(), listing(instance)));
+  }
 }
 
 std::vector<std::uint32_t> device_list_from_environment(const Instance& instance,

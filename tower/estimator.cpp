@@ -2,7 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <limits>
 #include <random>
 
 #include "../runtime/io/checkpoint.h"
@@ -39,6 +45,33 @@ std::string temporary_model_dir() {
   detail::log().info("no model_dir given: using temporary directory {} (removed at the end)",
                      dir.string());
   return dir.string();
+}
+
+/// Refuses a model_dir that takes no file before the first step runs: the
+/// first checkpoint would fail only after training (a read-only directory).
+void check_writable(const std::string& dir) {
+  const std::string probe = (fs::path(dir) / fmt::format(".vktower-probe-{}", ::getpid())).string();
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    throw Error(fmt::format(
+        "RunConfig.model_dir '{}' is not writable ({}): checkpoints cannot be saved there; give "
+        "a directory you can write to",
+        dir, std::strerror(errno)));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+/// start + steps, refused past the largest global step (it would wrap).
+std::uint64_t last_step(std::uint64_t start, std::uint64_t steps) {
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+  if (steps > kMax - start) {
+    throw Error(fmt::format(
+        "train: steps {} from global step {} would pass the largest global step {}; give 1 to "
+        "{} steps",
+        steps, start, kMax, kMax - start));
+  }
+  return start + steps;
 }
 
 std::map<std::string, InputSpec> specs_of(const HostBatch& batch, std::int64_t batch_size,
@@ -207,13 +240,14 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
   const std::optional<std::string> latest = latest_checkpoint();
   const std::uint64_t start = global_step();  // where the input resumes
   std::optional<std::uint64_t> last;
-  if (spec.steps) last = start + *spec.steps;
+  if (spec.steps) last = last_step(start, *spec.steps);
   if (spec.max_steps) last = *spec.max_steps;
   if (last && *last <= start) {
     detail::log().info("the model is at global step {}, max_steps is {}: nothing to train", start,
                        *last);
     return start;
   }
+  check_writable(config_.model_dir);
   std::unique_ptr<Input> input = input_fn(InputContext{start});
   std::optional<Batch> batch = input->next();
   if (!batch) throw Error("train: the input gave no batch");
@@ -298,7 +332,7 @@ std::map<std::string, double> Estimator::train_and_evaluate(const InputFn& train
   }
   if (spec.steps && spec.max_steps) throw Error("train: give steps or max_steps, not both");
   std::uint64_t step = global_step();
-  const std::uint64_t last = spec.max_steps ? *spec.max_steps : step + *spec.steps;
+  const std::uint64_t last = spec.max_steps ? *spec.max_steps : last_step(step, *spec.steps);
   std::map<std::string, double> result;
   do {
     // Each round is a train() call of its own: its input resumes at the step.

@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
+#include <string_view>
 
 #include "../vulkan/error.h"
 
@@ -52,18 +55,50 @@ Dataset::Dataset(HostBatch columns) : columns_(std::move(columns)) {
 }
 
 Dataset Dataset::from_csv(const CsvTable& table, bool integer_labels) {
+  return from_csv(table, FromCsvOptions{.integer_labels = integer_labels});
+}
+
+Dataset Dataset::from_csv(const CsvTable& table, const FromCsvOptions& options) {
+  const std::string& source = options.source;
+  if (table.features < 1) {
+    throw Error(fmt::format(
+        "{} has {} column{} per row; a data set needs at least one feature column and a label "
+        "column",
+        source, table.features + 1, table.features == 0 ? "" : "s"));
+  }
+  if (table.rows < 1) throw Error(fmt::format("{} has no data rows", source));
+  if (table.y.size() != static_cast<std::size_t>(table.rows) ||
+      table.x.size() / static_cast<std::size_t>(table.features) !=
+          static_cast<std::size_t>(table.rows) ||
+      table.x.size() % static_cast<std::size_t>(table.features) != 0) {
+    throw Error(fmt::format("{}: {} rows of {} features, but {} feature values and {} labels",
+                            source, table.rows, table.features, table.x.size(), table.y.size()));
+  }
+  // Compared as doubles before any cast: a float beyond int's range (1e10,
+  // inf) cast to int is undefined behaviour.
+  const auto bad_label = [&](std::size_t i, std::string_view why) {
+    return Error(fmt::format("{}: data row {}: label {} {}", source, i + 1, table.y[i], why));
+  };
+  const bool whole = options.integer_labels || options.classes > 0;
+  for (std::size_t i = 0; i < table.y.size() && whole; ++i) {
+    const double v = table.y[i];
+    if (options.classes > 0 &&
+        !(v >= 0 && v < static_cast<double>(options.classes) && v == std::floor(v))) {
+      throw bad_label(i, fmt::format("is not a class: the model has {} classes, labels 0..{}",
+                                     options.classes, options.classes - 1));
+    }
+    if (!(v == std::floor(v) && v >= std::numeric_limits<std::int32_t>::min() &&
+          v <= std::numeric_limits<std::int32_t>::max())) {
+      throw bad_label(i, "is not a class id: a whole number in the i32 range");
+    }
+  }
   HostBatch columns;
   columns["x"] = HostTensor::floats({table.rows, table.features}, table.x);
-  if (integer_labels) {
-    std::vector<std::int32_t> y;
-    for (std::size_t i = 0; i < table.y.size(); ++i) {
-      const float v = table.y[i];
-      if (v != std::round(v)) {
-        throw Error(fmt::format("label {} of row {} is not a class id (an integer)", v, i + 1));
-      }
-      y.push_back(static_cast<std::int32_t>(v));
-    }
-    columns["y"] = HostTensor::ints({table.rows}, y);
+  if (options.integer_labels) {
+    std::vector<std::int32_t> y(table.y.size());
+    std::transform(table.y.begin(), table.y.end(), y.begin(),
+                   [](float v) { return static_cast<std::int32_t>(v); });
+    columns["y"] = HostTensor::ints({table.rows}, std::move(y));
   } else {
     columns["y"] = HostTensor::floats({table.rows}, table.y);
   }

@@ -18,6 +18,19 @@
 
 namespace vkt {
 
+/// How Dataset::from_csv makes the label column "y", and what it checks.
+struct FromCsvOptions {
+  /// "y" as i32 class ids (a label that is not a whole number in the i32
+  /// range is a vkt::Error), else f32.
+  bool integer_labels = false;
+  /// When above 0, the classes the model has: every label must be a whole
+  /// number in [0, classes), f32 or i32 alike (10 for digits; 2 for a binary
+  /// label, 0 or 1). 0: no check beyond integer_labels'.
+  std::int64_t classes = 0;
+  /// What errors call the table: the file it was read from.
+  std::string source = "the CSV table";
+};
+
 /// Examples in memory: named columns (f32 or i32) whose dimension 0 is the
 /// example. Operations return new data sets; shuffles and splits are seeded and
 /// the same on every machine.
@@ -29,8 +42,12 @@ class Dataset {
   Dataset() = default;
   /// Every column must have the same number of examples (vkt::Error otherwise).
   explicit Dataset(HostBatch columns);
-  /// Features as "x" [rows, features] f32, the label as "y" [rows]: i32 when
-  /// `integer_labels` (class ids; a non-integer label is a vkt::Error), else f32.
+  /// Features as "x" [rows, features] f32, the label as "y" [rows] (see
+  /// FromCsvOptions). A table without rows or without a feature column, or a
+  /// label the options refuse, is a vkt::Error naming options.source and the
+  /// label's data row (1-based, counting data rows only: no header, no blank line).
+  static Dataset from_csv(const CsvTable& table, const FromCsvOptions& options);
+  /// from_csv(table, {.integer_labels = integer_labels}).
   static Dataset from_csv(const CsvTable& table, bool integer_labels);
 
   std::int64_t size() const { return size_; }

@@ -33,6 +33,7 @@ using Clock = std::chrono::steady_clock;
 // Fixed, unlike --seed: every run is tested on the same examples.
 constexpr std::uint64_t kSplitSeed = 42;
 constexpr double kTestFraction = 0.2;
+constexpr std::int64_t kClasses = 10;  // the logits; from_csv refuses other labels
 
 vkt::EstimatorSpec digits_model(vkt::ModelContext& ctx, const vkt::TensorDict& features,
                                 const vkt::TensorDict& labels, vkt::Mode mode,
@@ -47,7 +48,7 @@ vkt::EstimatorSpec digits_model(vkt::ModelContext& ctx, const vkt::TensorDict& f
   if (training) h = vkt::dropout(h, rate, 1);
   h = dense(h, 128, Activation::Relu, "hidden2");
   if (training) h = vkt::dropout(h, rate, 2);
-  const vkt::Tensor logits = dense(h, 10, Activation::None, "logits");
+  const vkt::Tensor logits = dense(h, kClasses, Activation::None, "logits");
 
   vkt::EstimatorSpec spec{.mode = mode};
   spec.predictions = {{"class", vkt::argmax(logits, -1)}, {"probabilities", vkt::softmax(logits)}};
@@ -90,23 +91,27 @@ int main(int argc, char** argv) {
   SampleFlags flags{.steps = 300, .batch_size = 192};
   double learning_rate = 0.001;
   double dropout = 0.2;
-  std::string data = sample_data_file("digits.csv.gz");
+  std::string data;  // sample_data_file, after the flags: --help must not look for it
   add_sample_flags(app, flags, "initial weights, dropout and shuffling");
   app.add_option("--learning-rate", learning_rate, "Adam's learning rate")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   app.add_option("--dropout", dropout, "dropout rate after each hidden layer")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 0.9));
-  app.add_option("--data", data, "the digits CSV (64 pixels 0..16, then the label)")
-      ->capture_default_str();
+      ->check(real_number(0.0, 0.9));
+  app.add_option(
+      "--data", data,
+      "the digits CSV (64 pixels 0..16, then the label); " + sample_data_help("digits.csv.gz"));
   CLI11_PARSE(app, argc, argv);
 
   try {
+    if (data.empty()) data = sample_data_file("digits.csv.gz");
     const vkt::Dataset all =
-        vkt::Dataset::from_csv(vkt::read_csv(data), true).map("x", [](std::span<float> pixels) {
-          for (float& p : pixels) p /= 16.0f;
-        });
+        vkt::Dataset::from_csv(vkt::read_csv(data),
+                               {.integer_labels = true, .classes = kClasses, .source = data})
+            .map("x", [](std::span<float> pixels) {
+              for (float& p : pixels) p /= 16.0f;
+            });
     const auto [train, test] = all.split(kTestFraction, kSplitSeed);
     const Towers towers = resolve_devices(flags.devices);
     fmt::print("{} train and {} test digits; {} tower{} on devices {}\n", train.size(), test.size(),
@@ -140,6 +145,9 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const vkt::Error& e) {
     fmt::print(stderr, "vkt-digits: {}\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {  // a bug, but still one line, not an abort
+    fmt::print(stderr, "vkt-digits: unexpected error: {}\n", e.what());
     return 1;
   }
 }

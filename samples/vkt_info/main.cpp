@@ -7,6 +7,7 @@
 #include <vktower/vktower.h>
 #include <cstdio>
 
+#include "../sample_flags.h"
 #include "self_test.h"
 
 namespace {
@@ -52,7 +53,7 @@ int main(int argc, char** argv) {
   bool self_test = true;
   app.add_option("--elements", elements, "floats in the saxpy self-test")
       ->capture_default_str()
-      ->check(CLI::Range(1u, 1u << 28));
+      ->check(whole_number(1, 1u << 28));
   app.add_flag("!--no-self-test", self_test, "only list the devices");
   CLI11_PARSE(app, argc, argv);
 
@@ -97,6 +98,9 @@ int main(int argc, char** argv) {
     return failures == 0 ? 0 : 1;
   } catch (const vkt::Error& e) {
     fmt::print(stderr, "vkt-info: {}\n{}\n", e.what(), install_hint);
+    return 2;
+  } catch (const std::exception& e) {  // a bug, but still one line, not an abort
+    fmt::print(stderr, "vkt-info: unexpected error: {}\n", e.what());
     return 2;
   }
 }

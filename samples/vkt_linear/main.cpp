@@ -13,9 +13,11 @@
 #include <vktower/tower/estimator.h>
 #include <vktower/tower/replicate.h>
 #include <vktower/vktower.h>
+#include "../sample_flags.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -81,14 +83,15 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--steps", steps, "training steps (more, when resuming)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1, std::numeric_limits<std::uint64_t>::max()));
   app.add_option("--reduction", reduction, "how tower losses combine")
       ->capture_default_str()
       ->check(CLI::IsMember({"sum", "mean", "sum_by_nonzero_weights"}));
   app.add_option("--model-dir", model_dir,
                  "checkpoints; resumes from it (default: a new temporary dir)");
   app.add_option("--seed", seed, "the graph seed (c starts at 10 whatever it is)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(whole_number(0, std::numeric_limits<std::uint64_t>::max()));
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -128,6 +131,9 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const vkt::Error& e) {
     fmt::print(stderr, "vkt-linear: {}\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {  // a bug, but still one line, not an abort
+    fmt::print(stderr, "vkt-linear: unexpected error: {}\n", e.what());
     return 1;
   }
 }

@@ -98,20 +98,24 @@ int main(int argc, char** argv) {
   SampleFlags flags{.steps = 200, .batch_size = 48};
   double learning_rate = 0.001;
   double ftrl_learning_rate = 0.1;
-  std::string data = sample_data_file("breast_cancer.csv");
+  std::string data;  // sample_data_file, after the flags: --help must not look for it
   add_sample_flags(app, flags, "initial weights and shuffling");
   app.add_option("--learning-rate", learning_rate, "Adam's learning rate (the deep part)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   app.add_option("--ftrl-learning-rate", ftrl_learning_rate, "FTRL's learning rate (the wide part)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--data", data, "the breast cancer CSV (a header line, 30 features, the label)")
-      ->capture_default_str();
+      ->check(positive_number());
+  app.add_option("--data", data,
+                 "the breast cancer CSV (a header line, 30 features, the label); " +
+                     sample_data_help("breast_cancer.csv"));
   CLI11_PARSE(app, argc, argv);
 
   try {
-    const vkt::Dataset all = vkt::Dataset::from_csv(vkt::read_csv(data, {.skip_lines = 1}), false);
+    if (data.empty()) data = sample_data_file("breast_cancer.csv");
+    // Sigmoid cross-entropy and the 0.5 threshold: binary labels, 0 or 1.
+    const vkt::Dataset all = vkt::Dataset::from_csv(vkt::read_csv(data, {.skip_lines = 1}),
+                                                    {.classes = 2, .source = data});
     const auto [raw_train, raw_test] = all.split(kTestFraction, kSplitSeed);
     const vkt::Standardizer standardize = vkt::Standardizer::fit(raw_train, "x");
     const vkt::Dataset train = raw_train.map("x", standardize);
@@ -147,6 +151,9 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const vkt::Error& e) {
     fmt::print(stderr, "vkt-wide-deep: {}\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {  // a bug, but still one line, not an abort
+    fmt::print(stderr, "vkt-wide-deep: unexpected error: {}\n", e.what());
     return 1;
   }
 }

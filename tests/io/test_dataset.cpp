@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <fstream>
 #include <numeric>
 
 #include <vktower/runtime/io/dataset.h>
@@ -146,4 +147,73 @@ TEST_CASE("host tensor row ranges are checked without overflowing") {
              Contains("lie outside a host tensor of shape [2, 1]"));
   CHECK_THAT(vkt::test::error_of([&] { (void)t.slice_rows(3, 0); }), Contains("outside"));
   CHECK(t.slice_rows(1, 1).f32 == std::vector<float>{2});
+}
+
+namespace {
+
+/// A table of one feature column (0, 1, 2, ...) and the given labels.
+vkt::CsvTable table_with_labels(const std::vector<float>& labels) {
+  vkt::CsvTable table;
+  table.rows = static_cast<std::int64_t>(labels.size());
+  table.features = 1;
+  for (std::size_t i = 0; i < labels.size(); ++i) table.x.push_back(static_cast<float>(i));
+  table.y = labels;
+  return table;
+}
+
+}  // namespace
+
+TEST_CASE("from_csv refuses labels outside the model's classes, naming the file and data row") {
+  const auto error_for = [](const std::vector<float>& labels, const vkt::FromCsvOptions& o) {
+    return vkt::test::error_of([&] { vkt::Dataset::from_csv(table_with_labels(labels), o); });
+  };
+  const vkt::FromCsvOptions digits{.integer_labels = true, .classes = 10, .source = "digits.csv"};
+  CHECK(error_for({0, 9, 12}, digits) ==
+        "digits.csv: data row 3: label 12 is not a class: the model has 10 classes, labels 0..9");
+  CHECK_THAT(error_for({-1, 0}, digits), Contains("digits.csv: data row 1: label -1 is not a"));
+  CHECK_THAT(error_for({0, 1e10f}, digits),
+             Contains("data row 2: label 10000000000 is not a class"));
+  CHECK_THAT(error_for({0, 2.5f}, digits), Contains("data row 2: label 2.5 is not a class"));
+  CHECK_THAT(error_for({std::nanf("")}, digits), Contains("data row 1: label nan is not a class"));
+
+  // A binary label (sigmoid cross-entropy): f32 0 or 1, nothing else.
+  const vkt::FromCsvOptions binary{.classes = 2, .source = "cancer.csv"};
+  CHECK(error_for({0, 1, 7}, binary) ==
+        "cancer.csv: data row 3: label 7 is not a class: the model has 2 classes, labels 0..1");
+  CHECK_THAT(error_for({-1}, binary), Contains("cancer.csv: data row 1: label -1 is not a class"));
+  CHECK_THAT(error_for({0.5f}, binary), Contains("label 0.5 is not a class"));
+  const vkt::Dataset ok = vkt::Dataset::from_csv(table_with_labels({1, 0, 1}), binary);
+  CHECK(ok.columns().at("y").dtype == vkt::DType::F32);
+  CHECK(ok.columns().at("y").f32 == std::vector<float>{1, 0, 1});
+  const vkt::Dataset ids = vkt::Dataset::from_csv(table_with_labels({9, 0, 3}), digits);
+  CHECK(ids.columns().at("y").i32 == std::vector<std::int32_t>{9, 0, 3});
+}
+
+TEST_CASE("from_csv refuses class ids past the i32 range instead of casting them") {
+  // A float label beyond int32 cast to int is undefined behaviour: it must
+  // be refused before the cast, whatever the classes.
+  for (const float bad : {1e10f, -1e10f, 2147483648.0f, INFINITY, -INFINITY}) {
+    CHECK_THAT(vkt::test::error_of([&] {
+                 vkt::Dataset::from_csv(table_with_labels({1, bad}), true);
+               }),
+               Contains("the CSV table: data row 2: label ") &&
+                   Contains("is not a class id: a whole number in the i32 range"));
+  }
+  const vkt::Dataset negative = vkt::Dataset::from_csv(table_with_labels({-5, 7}), true);
+  CHECK(negative.columns().at("y").i32 == std::vector<std::int32_t>{-5, 7});
+}
+
+TEST_CASE("from_csv of a CSV file with one column names the file and what it needs") {
+  const vkt::test::TempDir dir;
+  const std::string path = dir / "one_column.csv";
+  {
+    std::ofstream out(path);
+    out << "1\n2\n3\n";
+  }
+  const std::string message = vkt::test::error_of([&] {
+    vkt::Dataset::from_csv(vkt::read_csv(path), {.integer_labels = true, .source = path});
+  });
+  CHECK(message == path +
+                       " has 1 column per row; a data set needs at least one feature column and a "
+                       "label column");
 }

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <sstream>
 
@@ -379,6 +380,49 @@ TEST_CASE("Estimator errors say what to fix", "[estimator][errors]") {
       error_of([&] { other_model.train(training_input(data, 4), {.steps = 1}); });
   CHECK_THAT(mismatch, Contains(dir / "ckpt-3.safetensors") && Contains("do not match") &&
                            Contains("missing from the file: w"));
+}
+
+TEST_CASE("Estimator: steps that would pass the largest global step are refused, naming them",
+          "[estimator][errors]") {
+  const vkt::Dataset data = make_data(8, 12);
+  TempDir dir;
+  vkt::Estimator estimator(vkt::replicate_model_fn(identity, {.devices = towers(1)}),
+                           quiet(dir.path));
+  estimator.train(training_input(data, 4), {.steps = 2});
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+  // 2 + kMax wraps to 1: "max_steps is 1: nothing to train", and success.
+  const std::string message =
+      error_of([&] { estimator.train(training_input(data, 4), {.steps = kMax}); });
+  CHECK(message ==
+        "train: steps 18446744073709551615 from global step 2 would pass the largest global step "
+        "18446744073709551615; give 1 to 18446744073709551613 steps");
+  CHECK_THAT(error_of([&] {
+               estimator.train_and_evaluate(training_input(data, 4), {.steps = kMax - 1},
+                                            vkt::dataset_input(data, {.batch_size = 4}), 4);
+             }),
+             Contains("steps 18446744073709551614 from global step 2 would pass"));
+  CHECK(estimator.global_step() == 2);
+}
+
+TEST_CASE("Estimator: a model_dir it cannot write to is refused before the first step",
+          "[estimator][errors]") {
+  struct Steps : vkt::TrainingHook {
+    int begun = 0, steps = 0;
+    void begin() override { ++begun; }
+    void after_step(std::uint64_t, float) override { ++steps; }
+  };
+  // An existing directory that takes no new file, even for root (tests run
+  // as root, which ignores a read-only mode): procfs.
+  const std::string dir = "/proc/self";
+  vkt::Estimator estimator(vkt::replicate_model_fn(identity, {.devices = towers(1)}), quiet(dir));
+  const auto steps = std::make_shared<Steps>();
+  const std::string message = error_of([&] {
+    estimator.train(training_input(make_data(8, 13), 4), {.steps = 2, .hooks = {steps}});
+  });
+  CHECK_THAT(message, Contains("RunConfig.model_dir '/proc/self' is not writable") &&
+                          Contains("checkpoints cannot be saved there"));
+  CHECK(steps->begun == 0);
+  CHECK(steps->steps == 0);
 }
 
 TEST_CASE("Estimator: train_and_evaluate evaluates every N steps and at the end",
