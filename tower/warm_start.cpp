@@ -30,7 +30,6 @@ std::regex compile(const std::string& pattern) {
 
 /// The checkpoint file: the path itself, or a model directory's newest.
 std::string checkpoint_file(const std::string& from) {
-  if (from.empty()) throw Error("WarmStartSettings.ckpt_to_initialize_from is empty");
   std::error_code ec;
   if (fs::is_directory(from, ec)) {
     const std::optional<std::string> latest = CheckpointManager(from, 1).latest();
@@ -80,10 +79,16 @@ std::string closest(const std::string& name, const std::map<std::string, HostTen
 }  // namespace
 
 void check_warm_start_settings(const WarmStartSettings& settings) {
+  if (settings.ckpt_to_initialize_from.empty()) {
+    throw Error(
+        "WarmStartSettings.ckpt_to_initialize_from is empty; give a .safetensors checkpoint or a "
+        "model directory");
+  }
   (void)compile(settings.vars_to_warm_start);
 }
 
 void warm_start(TowerRun& run, const WarmStartSettings& settings) {
+  check_warm_start_settings(settings);
   const std::regex pattern = compile(settings.vars_to_warm_start);
   const std::string file = checkpoint_file(settings.ckpt_to_initialize_from);
   const std::map<std::string, HostTensor> saved = read_checkpoint(file);

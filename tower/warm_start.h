@@ -39,7 +39,8 @@ struct WarmStartSettings {
 /// and the variable, with nothing assigned.
 void warm_start(TowerRun& run, const WarmStartSettings& settings);
 
-/// Throws vkt::Error when `settings.vars_to_warm_start` is not a valid regular expression.
+/// Throws vkt::Error when the checkpoint path is empty or `vars_to_warm_start`
+/// is not a valid regular expression (the checks that need no file).
 void check_warm_start_settings(const WarmStartSettings& settings);
 
 }  // namespace vkt

@@ -139,7 +139,7 @@ HostTensor counting(vkt::Shape shape, float scale) {
 }  // namespace
 
 TEST_CASE(
-    "Initializer::from_values gives a variable exactly its values; another shape or i32 values "
+    "Initializer::from_values gives a variable exactly its values, and another shape or i32 values "
     "are errors",
     "[initializer][warm-start]") {
   vkt::Graph g(vkt::test::shared_device(), {.seed = 3});
@@ -221,7 +221,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "warm start from another model's checkpoint with a name map; a run that has its own "
+    "warm start from another model's checkpoint with a name map, and a run that has its own "
     "checkpoint resumes from it instead",
     "[estimator][warm-start]") {
   const vkt::Dataset data = make_data();
@@ -309,10 +309,13 @@ TEST_CASE("warm start errors name the file, the variable and what would be valid
   TempDir empty;
   CHECK_THAT(error_for(model, {.ckpt_to_initialize_from = empty.path.string()}),
              Contains(empty.path.string()) && Contains("no checkpoint"));
-  // An invalid regular expression: refused when the Estimator is made.
+  // An invalid regular expression or no path: refused when the Estimator is made.
   vkt::RunConfig config = quiet(files.path);
   config.warm_start_from =
       vkt::WarmStartSettings{.ckpt_to_initialize_from = file, .vars_to_warm_start = "enc/("};
   CHECK_THAT(error_of([&] { vkt::Estimator estimator(model, config); }),
              Contains("'enc/('") && Contains("regular expression"));
+  config.warm_start_from = vkt::WarmStartSettings{};
+  CHECK_THAT(error_of([&] { vkt::Estimator estimator(model, config); }),
+             Contains("ckpt_to_initialize_from is empty"));
 }
