@@ -30,7 +30,7 @@ TEST_CASE("device lists: all, repeated indices, and clear errors") {
              Contains("'-1' is not a device index"));
 }
 
-TEST_CASE("an empty or blank device list is refused; only 'all' means every device") {
+TEST_CASE("an empty or blank device list is refused, only 'all' means every device") {
   vkt::Instance instance;
   for (const char* spec : {"", " ", "\t"}) {
     const std::string message =
