@@ -40,7 +40,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const vkt::detail::CheckpointFile header_only("fuzz", bytes, /*check_data=*/false);
     (void)header_only.global_step();
-    const vkt::detail::CheckpointFile file("fuzz", bytes);
+    // Bit 1 of the first byte: read as warm start reads any safetensors file.
+    const bool any_safetensors = (data[0] & 2) != 0;
+    const vkt::detail::CheckpointFile file("fuzz", bytes, true, any_safetensors);
     std::uint64_t total = 0;
     for (const auto& [name, entry] : file.entries()) {
       // What read_checkpoint builds of each tensor.

@@ -91,7 +91,7 @@ void warm_start(TowerRun& run, const WarmStartSettings& settings) {
   check_warm_start_settings(settings);
   const std::regex pattern = compile(settings.vars_to_warm_start);
   const std::string file = checkpoint_file(settings.ckpt_to_initialize_from);
-  const std::map<std::string, HostTensor> saved = read_checkpoint(file);
+  const std::map<std::string, HostTensor> saved = read_safetensors(file);
 
   // Tower 0's graph holds every variable of the model in every variable mode.
   std::vector<std::pair<std::string, const HostTensor*>> chosen;

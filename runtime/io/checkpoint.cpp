@@ -100,13 +100,24 @@ void load_checkpoint(std::span<Graph* const> graphs, const std::string& path,
   }
 }
 
-std::map<std::string, HostTensor> read_checkpoint(const std::string& path) {
-  const CheckpointFile file = CheckpointFile::read(path);
+namespace {
+
+std::map<std::string, HostTensor> tensors_of(const CheckpointFile& file) {
   std::map<std::string, HostTensor> out;
   for (const auto& [name, entry] : file.entries()) {
     out[name] = HostTensor::floats(entry.shape, file.values(name));
   }
   return out;
+}
+
+}  // namespace
+
+std::map<std::string, HostTensor> read_checkpoint(const std::string& path) {
+  return tensors_of(CheckpointFile::read(path));
+}
+
+std::map<std::string, HostTensor> read_safetensors(const std::string& path) {
+  return tensors_of(CheckpointFile::read(path, true, true));
 }
 
 }  // namespace vkt

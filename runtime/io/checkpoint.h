@@ -59,6 +59,13 @@ void load_checkpoint(std::span<Graph* const> graphs, const std::string& path,
 /// file: a model's values without building the model (Estimator::variable_value).
 std::map<std::string, HostTensor> read_checkpoint(const std::string& path);
 
+/// Every tensor of any safetensors file of F32 tensors: a vktower checkpoint is
+/// checked as read_checkpoint checks it; another program's file (e.g. PyTorch's
+/// safetensors save_file) has its header checked (dtype F32, rank 0 to 4,
+/// offsets contiguous and covering the data) and carries no checksum. For warm
+/// starts from weights trained elsewhere.
+std::map<std::string, HostTensor> read_safetensors(const std::string& path);
+
 /// The global step a checkpoint was written at, from its header alone (the
 /// data is checked when it is loaded). vkt::Error when the header is unreadable.
 std::uint64_t checkpoint_global_step(const std::string& path);

@@ -96,9 +96,42 @@ std::vector<char> read_whole_file(const std::string& path) {
   return bytes;
 }
 
+// Whether a header claims to be vktower's: then every vktower check applies.
+bool is_vktower(const json& header) {
+  const auto meta = header.find("__metadata__");
+  if (meta == header.end() || !meta->is_object()) return false;
+  const auto format = meta->find("format");
+  return format != meta->end() && format->is_string() &&
+         format->get<std::string>().rfind(kUnversionedFormat, 0) == 0;
+}
+
+// Another program's safetensors file has no listing: its tensors must still lie
+// one after another from byte 0 and cover the data exactly, as the format requires.
+void check_contiguous(const std::string& path,
+                      const std::map<std::string, CheckpointEntry>& entries,
+                      std::uint64_t data_size) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;
+  for (const auto& [name, e] : entries) spans.emplace_back(e.begin, e.end);
+  std::sort(spans.begin(), spans.end());
+  std::uint64_t at = 0;
+  for (const auto& [begin, end] : spans) {
+    if (begin != at) {
+      refuse(path, fmt::format("a tensor starts at byte {} of the data, not {} where the one "
+                               "before it ends (overlapping or a gap)",
+                               begin, at));
+    }
+    at = end;
+  }
+  if (at != data_size) {
+    refuse(path,
+           fmt::format("the data section has {} bytes but the tensors cover {}", data_size, at));
+  }
+}
+
 // The JSON header (an object with vktower's metadata) and its length.
-std::pair<json, std::uint64_t> parse_header(const std::string& path,
-                                            const std::vector<char>& file) {
+// With `any_safetensors`, a header without vktower's metadata is returned as it is.
+std::pair<json, std::uint64_t> parse_header(const std::string& path, const std::vector<char>& file,
+                                            bool any_safetensors) {
   if (file.size() < 8) {
     refuse(path, fmt::format("it has {} bytes, fewer than the 8-byte header length (is the file "
                              "truncated?)",
@@ -120,6 +153,7 @@ std::pair<json, std::uint64_t> parse_header(const std::string& path,
   }
   if (!header.is_object()) refuse(path, "its header is not a JSON object");
   const auto meta = header.find("__metadata__");
+  if (any_safetensors && !is_vktower(header)) return {std::move(header), header_size};
   if (meta == header.end() || !meta->is_object()) {
     refuse(path, "its header has no \"__metadata__\" object (not written by vktower?)");
   }
@@ -302,16 +336,21 @@ std::vector<char> encode_checkpoint(const std::string& path,
   return file;
 }
 
-CheckpointFile::CheckpointFile(std::string path, std::vector<char> bytes, bool check_data)
+CheckpointFile::CheckpointFile(std::string path, std::vector<char> bytes, bool check_data,
+                               bool any_safetensors)
     : path_(std::move(path)), bytes_(std::move(bytes)) {
-  const auto [header, header_size] = parse_header(path_, bytes_);
-  const json& meta = header["__metadata__"];
-  if (meta["format"] == kFormat) check_header_crc(path_, bytes_, header_size, meta);
+  const auto [header, header_size] = parse_header(path_, bytes_, any_safetensors);
   data_offset_ = 8 + header_size;
   const std::uint64_t data_size = bytes_.size() - data_offset_;
   for (const auto& [name, value] : header.items()) {
     if (name != "__metadata__") entries_.emplace(name, parse_entry(path_, name, value, data_size));
   }
+  if (!is_vktower(header)) {
+    check_contiguous(path_, entries_, data_size);
+    return;  // no checksum, no step: another program's file
+  }
+  const json& meta = header["__metadata__"];
+  if (meta["format"] == kFormat) check_header_crc(path_, bytes_, header_size, meta);
   check_listing(path_, meta, entries_, data_size);
   const std::uint64_t crc =
       parse_decimal(path_, "crc32", metadata_string(path_, meta, "crc32"), 0xffffffffu);
@@ -325,8 +364,9 @@ CheckpointFile::CheckpointFile(std::string path, std::vector<char> bytes, bool c
   }
 }
 
-CheckpointFile CheckpointFile::read(const std::string& path, bool check_data) {
-  return CheckpointFile(path, read_whole_file(path), check_data);
+CheckpointFile CheckpointFile::read(const std::string& path, bool check_data,
+                                    bool any_safetensors) {
+  return CheckpointFile(path, read_whole_file(path), check_data, any_safetensors);
 }
 
 std::vector<float> CheckpointFile::values(const std::string& name) const {

@@ -53,10 +53,15 @@ class CheckpointFile {
   /// Checks `bytes` (the contents of `path`, which every error names): the
   /// header, its checksum, each tensor's dtype, shape and offsets against the
   /// listing and the data; with `check_data`, the data's checksum too. Throws
-  /// vkt::Error naming `path` and the first problem.
-  CheckpointFile(std::string path, std::vector<char> bytes, bool check_data = true);
+  /// vkt::Error naming `path` and the first problem. With `any_safetensors`, a
+  /// file without vktower's metadata (another program's safetensors file) is
+  /// taken too: its F32 tensors checked for shape and offsets (contiguous,
+  /// covering the data), at global step 0; it has no checksum to check.
+  CheckpointFile(std::string path, std::vector<char> bytes, bool check_data = true,
+                 bool any_safetensors = false);
   /// Reads and checks the file at `path`.
-  static CheckpointFile read(const std::string& path, bool check_data = true);
+  static CheckpointFile read(const std::string& path, bool check_data = true,
+                             bool any_safetensors = false);
 
   const std::string& path() const { return path_; }
   std::uint64_t global_step() const { return step_; }

@@ -96,22 +96,13 @@ std::string file_bytes(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// zlib's crc32 (reflected, polynomial 0xEDB88320), bit by bit.
-std::uint32_t crc32(const std::string& bytes) {
-  std::uint32_t crc = 0xFFFFFFFFu;
-  for (const char c : bytes) {
-    crc ^= static_cast<unsigned char>(c);
-    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
-  }
-  return ~crc;
-}
-
 void append_le(std::string& out, std::uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
 }
 
-/// A vktower checkpoint written byte by byte: a u64 little-endian header
-/// length, the JSON header, then each tensor's f32 values in order.
+/// A safetensors file as another program writes it, byte by byte: a u64
+/// little-endian header length, the JSON header (a free-form __metadata__, no
+/// vktower fields), then each tensor's f32 values in order.
 void write_checkpoint(const std::string& path,
                       const std::vector<std::pair<std::string, HostTensor>>& tensors) {
   std::string data, entries;
@@ -121,9 +112,7 @@ void write_checkpoint(const std::string& path,
     entries += fmt::format(",\"{}\":{{\"dtype\":\"F32\",\"shape\":[{}],\"data_offsets\":[{},{}]}}",
                            name, fmt::join(t.shape.dims(), ","), begin, data.size());
   }
-  const std::string header = fmt::format(
-      "{{\"__metadata__\":{{\"format\":\"vktower\",\"global_step\":\"7\",\"crc32\":\"{}\"}}{}}}",
-      crc32(data), entries);
+  const std::string header = fmt::format("{{\"__metadata__\":{{\"format\":\"pt\"}}{}}}", entries);
   std::string file;
   append_le(file, header.size(), 8);
   file += header + data;
