@@ -1,7 +1,10 @@
 // vkt-bench-towers: one MLP (784-1024-1024-10, batch 256 by default) trained on
-// 1, 2, 3 and 4 towers at the same global batch: examples/s for each, the share
-// of the step spent reducing gradients and copying weights back, and the ratio
-// of N-tower to 1-tower throughput, measured in one run.
+// 1, 2 and 4 towers at the same global batch, on the mapped path and on the
+// staged path a discrete GPU takes (VKT_FORCE_STAGING's copies): examples/s,
+// the exchange time the overlap leaves exposed (the step minus the slowest
+// tower's forward and backward pass, timed on the device with timestamp
+// queries), the host waits per step, and the ratio of N-tower to 1-tower
+// throughput, all measured in one run.
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -17,22 +20,43 @@ namespace {
 
 struct Result {
   double examples_per_s = 0;
-  double share_reduce_copy = 0;
+  double step_ms = 0, slowest_tower_ms = 0, exposed_ms = 0;
+  double step_thread_waits = 0, tower_thread_waits = 0;
 };
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"vkt-bench-towers: N-tower vs 1-tower training throughput of an MLP"};
   std::int64_t batch = 256, hidden = 1024;
-  int steps = 8, max_towers = 4;
+  int steps = 8;
+  std::vector<int> tower_counts{1, 2, 4};
   std::uint32_t device = 0;
+  double bucket_mib = 4;
+  std::string placement = "auto", paths = "both";
   app.add_option("--batch", batch, "global batch")->capture_default_str();
   app.add_option("--hidden", hidden, "width of the two hidden layers")->capture_default_str();
   app.add_option("--steps", steps, "timed steps per tower count (after one warm-up)")
-      ->capture_default_str();
-  app.add_option("--max-towers", max_towers, "largest tower count")->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--towers", tower_counts, "tower counts to run")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   app.add_option("--device", device, "device every tower runs on")->capture_default_str();
+  app.add_option("--bucket-mib", bucket_mib, "gradient bucket size in MiB")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 4096.0));
+  app.add_option("--placement", placement, "consolidation work: auto, tower or separate")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "tower", "separate"}));
+  app.add_option("--paths", paths, "mapped, staged or both")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"mapped", "staged", "both"}));
   CLI11_PARSE(app, argc, argv);
 
   const std::int64_t in = 784, classes = 10;
@@ -61,43 +85,67 @@ int main(int argc, char** argv) {
     const vkt::HostBatch features = {{"x", vkt::HostTensor::floats({batch, in}, x)}};
     const vkt::HostBatch labels = {{"y", vkt::HostTensor::ints({batch}, y)}};
 
-    std::vector<Result> results;
-    for (int n = 1; n <= max_towers; ++n) {
-      if (batch % n != 0) {
-        fmt::print("  {} towers: skipped, the batch of {} does not divide by {}\n", n, batch, n);
-        continue;
+    const vkt::ConsolidationPlacement where =
+        placement == "tower"      ? vkt::ConsolidationPlacement::OnTowerDevice
+        : placement == "separate" ? vkt::ConsolidationPlacement::SeparateDevice
+                                  : vkt::ConsolidationPlacement::Auto;
+    fmt::print("buckets of {} MiB, consolidation placement {}\n", bucket_mib, placement);
+    for (const bool staged : {false, true}) {
+      if ((staged && paths == "mapped") || (!staged && paths == "staged")) continue;
+      fmt::print("{} path:\n", staged ? "staged (VKT_FORCE_STAGING)" : "mapped");
+      std::vector<std::pair<int, Result>> results;
+      for (const int n : tower_counts) {
+        if (batch % n != 0) {
+          fmt::print("  {} towers: skipped, the batch of {} does not divide by {}\n", n, batch, n);
+          continue;
+        }
+        const auto replicated = vkt::replicate_model_fn(
+            model, {.loss_reduction = vkt::LossReduction::Mean,
+                    .devices = std::vector<std::uint32_t>(static_cast<std::size_t>(n), device),
+                    .consolidation_placement = where,
+                    .bucket_bytes = static_cast<std::size_t>(bucket_mib * (1 << 20)),
+                    .device_options = vkt::DeviceOptions{.force_staging = staged}});
+        vkt::ModelContext root(instance, {{"x", {{batch, in}}}},
+                               {{"y", {{batch}, vkt::DType::I32}}});
+        const vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
+        spec.run->train_step(features, labels);  // warm-up
+        const vkt::TowerRun::HostWaits before = spec.run->host_waits();
+        std::vector<double> step_ms, tower_ms, exposed_ms;
+        for (int s = 0; s < steps; ++s) {
+          spec.run->train_step(features, labels);
+          const auto& times = spec.run->last_step_times();
+          step_ms.push_back(times.step);
+          tower_ms.push_back(times.slowest_tower);
+          exposed_ms.push_back(times.step - times.slowest_tower);
+        }
+        const vkt::TowerRun::HostWaits after = spec.run->host_waits();
+        Result r;
+        r.step_ms = median(step_ms);
+        r.slowest_tower_ms = median(tower_ms);
+        r.exposed_ms = median(exposed_ms);
+        r.examples_per_s = static_cast<double>(batch) / (r.step_ms / 1e3);
+        r.step_thread_waits = static_cast<double>(after.step_thread - before.step_thread) / steps;
+        r.tower_thread_waits =
+            static_cast<double>(after.tower_threads - before.tower_threads) / steps;
+        const double ratio = results.empty() || results.front().first != 1
+                                 ? 0.0
+                                 : r.examples_per_s / results.front().second.examples_per_s;
+        fmt::print(
+            "  {} tower{}: {:8.0f} examples/s, step {:.1f} ms (median), slowest tower's "
+            "forward+backward {:.1f} ms, exposed exchange {:.1f} ms = {:.0f}% of the step, "
+            "{} buckets, host waits per step {:.1f} (step thread) + {:.1f} (tower threads){}\n",
+            n, n == 1 ? " " : "s", r.examples_per_s, r.step_ms, r.slowest_tower_ms, r.exposed_ms,
+            100 * r.exposed_ms / r.step_ms, spec.run->buckets(), r.step_thread_waits,
+            r.tower_thread_waits, ratio > 0 ? fmt::format(", ratio to 1 tower {:.2f}", ratio) : "");
+        results.emplace_back(n, r);
       }
-      const auto replicated = vkt::replicate_model_fn(
-          model, {.loss_reduction = vkt::LossReduction::Mean,
-                  .devices = std::vector<std::uint32_t>(static_cast<std::size_t>(n), device)});
-      vkt::ModelContext root(instance, {{"x", {{batch, in}}}}, {{"y", {{batch}, vkt::DType::I32}}});
-      const vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
-      spec.run->train_step(features, labels);  // warm-up
-      double total = 0, reduce_copy = 0;
-      std::vector<double> step_times;
-      for (int s = 0; s < steps; ++s) {
-        const auto start = std::chrono::steady_clock::now();
-        spec.run->train_step(features, labels);
-        const double t =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        step_times.push_back(t);
-        total += t;
-        const auto& times = spec.run->last_step_times();
-        reduce_copy += (times.reduce + times.copy_back) / 1e3;
+      for (const auto& [n, r] : results) {
+        if (n != 2 || results.front().first != 1) continue;
+        fmt::print("towers_2_vs_1_ratio{}={:.2f}\n", staged ? "_staged" : "",
+                   r.examples_per_s / results.front().second.examples_per_s);
+        fmt::print("exposed_exchange_share_2_towers{}={:.3f}\n", staged ? "_staged" : "",
+                   r.exposed_ms / r.step_ms);
       }
-      std::sort(step_times.begin(), step_times.end());
-      const double median = step_times[step_times.size() / 2];
-      results.push_back({static_cast<double>(batch) / median, reduce_copy / total});
-      fmt::print(
-          "  {} tower{}: {:8.0f} examples/s (median step {:.1f} ms), reduction + copy-back "
-          "{:.0f}% of the step, ratio to 1 tower {:.2f}\n",
-          n, n == 1 ? " " : "s", results.back().examples_per_s, median * 1e3,
-          100 * results.back().share_reduce_copy,
-          results.back().examples_per_s / results.front().examples_per_s);
-    }
-    if (results.size() >= 2) {
-      fmt::print("towers_2_vs_1_ratio={:.2f}\n",
-                 results[1].examples_per_s / results[0].examples_per_s);
     }
     return 0;
   } catch (const vkt::Error& e) {

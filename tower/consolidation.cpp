@@ -16,9 +16,8 @@ namespace vkt {
 void TowerRun::build_master(const Instance& root, const std::vector<std::uint32_t>& devices) {
   Tower& first = towers_.front();
   const std::uint32_t index = options_.consolidation_device.value_or(devices.front());
-  master_instance_ = own_instance(root, index);
-  master_device_ = std::make_unique<Device>(*master_instance_, index);
-  master_ = std::make_unique<Graph>(*master_device_, first.graph->options());
+  consolidation_ = &consolidation_device(root, index, master_instance_, master_device_);
+  master_ = std::make_unique<Graph>(*consolidation_, first.graph->options());
   // The masters in tower 0's order: the variable arenas then share a layout,
   // and the weights go back to every tower in one copy.
   for (const Variable& v : first.graph->variables()) {
@@ -69,22 +68,11 @@ void TowerRun::build_master(const Instance& root, const std::vector<std::uint32_
   }
   master_executor_ = std::make_unique<Executor>(*master_, updates);
 
-  // The dense gradients in segments that lie alike in tower 0's arena and the
-  // master's (without sparse gradients, one segment: the whole arena).
-  struct Run {
-    std::size_t tower_offset, master_offset, end;  // end: in the tower's arena
-  };
-  std::vector<Run> runs;
+  // Each dense gradient goes to its place in the master's gradient arena, in
+  // its bucket; the sparse ones lie after all of them.
   std::size_t dense_end = 0;  // in the master's arena
   for (const auto& [offset, g] : by_offset) {
     const BufferRange m = master_executor_->range(external.at(g.id()));
-    if (m.offset % 16 != 0 || offset % 16 != 0) {
-      throw Error("internal: a gradient is not 16-byte aligned in its arena");
-    }
-    if (runs.empty() || offset - runs.back().tower_offset != m.offset - runs.back().master_offset) {
-      runs.push_back({offset, m.offset, offset});
-    }
-    runs.back().end = offset + m.size();
     dense_end = std::max(dense_end, align_up(m.offset + m.size(), 16));
   }
   for (const auto& [id, gradient] : external_sparse) {
@@ -95,6 +83,7 @@ void TowerRun::build_master(const Instance& root, const std::vector<std::uint32_
     }
   }
   std::vector<std::vector<GradientReducer::Segment>> segments;
+  std::vector<BufferRange> weights;
   for (int i = 0; i < n; ++i) {
     Tower& t = towers_[i];
     for (const Variable& v : t.graph->variables()) {
@@ -105,10 +94,12 @@ void TowerRun::build_master(const Instance& root, const std::vector<std::uint32_
       }
     }
     segments.emplace_back();
-    for (const Run& r : runs) {
-      segments.back().push_back(
-          {BufferRange(t.executor->gradient_arena(), r.tower_offset, r.end - r.tower_offset),
-           r.master_offset});
+    for (std::size_t k = 0; k < t.gradients.size(); ++k) {
+      const Tensor& g0 = first.gradients[k];
+      if (!external.count(g0.id())) continue;  // sparse
+      segments.back().push_back({t.executor->range(t.gradients[k]),
+                                 master_executor_->range(external.at(g0.id())).offset,
+                                 gradient_bucket_[k]});
     }
     // Tower i's rows of every sparse gradient, at its place in the master's.
     for (std::size_t c = 0; c < calls_->calls.size(); ++c) {
@@ -133,11 +124,12 @@ void TowerRun::build_master(const Instance& root, const std::vector<std::uint32_
         }
       }
     }
-    t.weights_back = std::make_unique<CrossDeviceCopy>(
-        BufferRange(master_->variable_arena(), 0, t.graph->variable_arena().size()),
-        t.graph->variable_arena());
+    weights.emplace_back(t.graph->variable_arena());
   }
-  if (!runs.empty()) {
+  // The new weights are read once from the master and sent to every tower.
+  broadcast_ = std::make_unique<CrossDeviceCopy>(
+      BufferRange(master_->variable_arena(), 0, first.graph->variable_arena().size()), weights);
+  if (!by_offset.empty()) {
     reducer_ = std::make_unique<GradientReducer>(
         segments, BufferRange(master_executor_->gradient_arena(), 0, dense_end));
   }
@@ -178,23 +170,30 @@ void TowerRun::build_mirrored_updates(std::vector<std::vector<Tensor>>& updates)
 void TowerRun::build_mirrored(const Instance& root, const std::vector<std::uint32_t>& devices,
                               std::vector<std::vector<Tensor>>& updates) {
   const std::uint32_t index = options_.consolidation_device.value_or(devices.front());
-  master_instance_ = own_instance(root, index);
-  master_device_ = std::make_unique<Device>(*master_instance_, index);
+  consolidation_ = &consolidation_device(root, index, master_instance_, master_device_);
   std::vector<BufferRange> arenas;
+  std::vector<std::vector<GradientReducer::Segment>> segments;
   for (std::size_t i = 0; i < towers_.size(); ++i) {
     Tower& t = towers_[i];
     t.updates = std::make_unique<Executor>(*t.graph, updates[i]);
     if (t.updates->gradient_arena().size() != t.executor->gradient_arena().size()) {
       throw Error("internal: a tower's update program does not line up with its gradients");
     }
-    arenas.emplace_back(t.executor->gradient_arena());
+    arenas.emplace_back(t.updates->gradient_arena());
+    // The update program's gradient arena shares the forward program's layout,
+    // so each gradient's sum goes where it came from.
+    segments.emplace_back();
+    for (std::size_t k = 0; k < t.gradients.size(); ++k) {
+      const BufferRange r = t.executor->range(t.gradients[k]);
+      segments.back().push_back({r, r.offset, gradient_bucket_[k]});
+    }
   }
-  reducer_ = std::make_unique<GradientReducer>(arenas, *master_device_);
-  for (Tower& t : towers_) {
-    t.sum_in = std::make_unique<CrossDeviceCopy>(
-        BufferRange(*reducer_->sum().buffer, 0, t.updates->gradient_arena().size()),
-        t.updates->gradient_arena());
-  }
+  const std::size_t bytes = align_up(towers_.front().executor->gradient_arena().size(), 16);
+  mirrored_sum_ = Buffer(*consolidation_, bytes);
+  reducer_ = std::make_unique<GradientReducer>(segments, BufferRange(mirrored_sum_));
+  // The sum is read once and sent to every tower's update program.
+  broadcast_ = std::make_unique<CrossDeviceCopy>(
+      BufferRange(mirrored_sum_, 0, arenas.front().size()), arenas);
 }
 
 }  // namespace vkt

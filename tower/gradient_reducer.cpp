@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
+
 #include "../runtime/vulkan/device.h"
 #include "../runtime/vulkan/error.h"
 #include "../runtime/vulkan/kernel.h"
@@ -27,54 +30,22 @@ std::size_t round16(std::size_t bytes) {
   return (bytes + 15) / 16 * 16;
 }
 
-}  // namespace
-
-GradientReducer::GradientReducer(std::vector<BufferRange> tower_gradients, Device& consolidation)
-    : bytes_(checked_bytes(tower_gradients)),
-      stride_(round16(bytes_)),
-      gathered_(consolidation, stride_ * tower_gradients.size()),
-      sum_(consolidation, stride_),
-      destination_(sum_),
-      add_(consolidation) {
-  build(whole(tower_gradients));
-}
-
-GradientReducer::GradientReducer(std::vector<BufferRange> tower_gradients, BufferRange destination)
-    : bytes_(checked_bytes(tower_gradients)),
-      stride_(round16(bytes_)),
-      gathered_(destination.buffer->device(), stride_ * tower_gradients.size()),
-      destination_(destination),
-      add_(destination.buffer->device()) {
-  if (destination.size() != stride_) {
-    throw Error(
-        fmt::format("GradientReducer: the destination holds {} bytes, the towers' gradients "
-                    "{} ({} rounded up to 16)",
-                    destination.size(), stride_, bytes_));
-  }
-  build(whole(tower_gradients));
-}
-
-GradientReducer::GradientReducer(const std::vector<std::vector<Segment>>& towers,
-                                 BufferRange destination)
-    : bytes_(destination.size()),
-      stride_(destination.size()),
-      gathered_(destination.buffer->device(),
-                std::max<std::size_t>(stride_, 16) * std::max<std::size_t>(towers.size(), 1)),
-      destination_(destination),
-      add_(destination.buffer->device()) {
+void check_segments(const std::vector<std::vector<GradientReducer::Segment>>& towers,
+                    std::size_t stride) {
   if (towers.empty()) throw Error("GradientReducer: no tower gradients given");
-  if (stride_ % 16 != 0) {
+  if (stride % 16 != 0) {
     throw Error(fmt::format("GradientReducer: the destination holds {} bytes, not a multiple of 16",
-                            stride_));
+                            stride));
   }
   for (std::size_t t = 0; t < towers.size(); ++t) {
     if (towers[t].size() != towers[0].size()) {
       throw Error("GradientReducer: every tower must give the same segments");
     }
     for (std::size_t i = 0; i < towers[t].size(); ++i) {
-      const Segment& s = towers[t][i];
-      if (s.source.size() != towers[0][i].source.size() || s.offset != towers[0][i].offset ||
-          s.offset + s.source.size() > stride_) {
+      const GradientReducer::Segment& s = towers[t][i];
+      const GradientReducer::Segment& s0 = towers[0][i];
+      if (s.source.size() != s0.source.size() || s.offset != s0.offset || s.bucket != s0.bucket ||
+          s.offset % 16 != 0 || s.bucket < 0 || s.offset + s.source.size() > stride) {
         throw Error(
             fmt::format("GradientReducer: tower {}'s segment {} does not match tower 0's "
                         "or does not fit the destination",
@@ -82,32 +53,205 @@ GradientReducer::GradientReducer(const std::vector<std::vector<Segment>>& towers
       }
     }
   }
-  build(towers);
+}
+
+// A stretch of the destination summed by one dispatch, and the pieces of
+// segments in it (index into the segment list, byte offset into the segment,
+// bytes).
+struct Window {
+  int bucket;
+  std::size_t lo, hi;
+  struct Piece {
+    std::size_t segment, skip, bytes;
+  };
+  std::vector<Piece> pieces;
+};
+
+// Cuts each bucket into windows of at most `cap` bytes of the destination,
+// splitting segments at 16-byte boundaries where they do not fit (the sum is
+// elementwise, so any split gives the same bits).
+std::vector<Window> windows_of(const std::vector<GradientReducer::Segment>& segments,
+                               std::size_t cap) {
+  std::vector<std::size_t> order(segments.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return std::pair(segments[a].bucket, segments[a].offset) <
+           std::pair(segments[b].bucket, segments[b].offset);
+  });
+  std::vector<Window> windows;
+  for (std::size_t i : order) {
+    const GradientReducer::Segment& s = segments[i];
+    std::size_t done = 0;
+    while (done < s.source.size()) {
+      const std::size_t at = s.offset + done;
+      if (windows.empty() || windows.back().bucket != s.bucket || at >= windows.back().lo + cap) {
+        windows.push_back({s.bucket, at, at, {}});
+      }
+      Window& w = windows.back();
+      const std::size_t bytes = std::min(s.source.size() - done, w.lo + cap - at);
+      w.pieces.push_back({i, done, bytes});
+      w.hi = at + bytes;
+      done += bytes;
+    }
+  }
+  // A window's sum writes its whole stretch, gaps included: no two may overlap.
+  std::vector<std::pair<std::size_t, std::size_t>> spans;
+  for (const Window& w : windows) spans.emplace_back(w.lo, round16(w.hi));
+  std::sort(spans.begin(), spans.end());
+  for (std::size_t i = 1; i < spans.size(); ++i) {
+    if (spans[i].first < spans[i - 1].second) {
+      throw Error(
+          "GradientReducer: buckets interleave in the destination; give each bucket a "
+          "stretch of its own");
+    }
+  }
+  return windows;
+}
+
+}  // namespace
+
+GradientReducer::GradientReducer(std::vector<BufferRange> tower_gradients, Device& consolidation)
+    : bytes_(checked_bytes(tower_gradients)),
+      sum_(consolidation, round16(bytes_)),
+      destination_(sum_) {
+  build(whole(tower_gradients), 0);
+}
+
+GradientReducer::GradientReducer(std::vector<BufferRange> tower_gradients, BufferRange destination)
+    : bytes_(checked_bytes(tower_gradients)), destination_(destination) {
+  if (destination.size() != round16(bytes_)) {
+    throw Error(
+        fmt::format("GradientReducer: the destination holds {} bytes, the towers' gradients "
+                    "{} ({} rounded up to 16)",
+                    destination.size(), round16(bytes_), bytes_));
+  }
+  build(whole(tower_gradients), 0);
+}
+
+GradientReducer::GradientReducer(const std::vector<std::vector<Segment>>& towers,
+                                 BufferRange destination, std::size_t max_binding_bytes)
+    : bytes_(destination.size()), destination_(destination) {
+  check_segments(towers, destination.size());
+  build(towers, max_binding_bytes);
 }
 
 std::vector<std::vector<GradientReducer::Segment>> GradientReducer::whole(
     const std::vector<BufferRange>& ranges) {
   std::vector<std::vector<Segment>> out;
-  for (const BufferRange& r : ranges) out.push_back({Segment{r, 0}});
+  for (const BufferRange& r : ranges) out.push_back({Segment{r, 0, 0}});
   return out;
 }
 
-void GradientReducer::build(const std::vector<std::vector<Segment>>& towers) {
-  for (std::size_t t = 0; t < towers.size(); ++t) {
+void GradientReducer::build(const std::vector<std::vector<Segment>>& towers,
+                            std::size_t max_binding_bytes) {
+  Device& device = destination_.buffer->device();
+  const std::size_t n = towers.size();
+  // The gathered slices of one window are bound together: N of them must fit
+  // one binding.
+  std::size_t limit = device.limits().maxStorageBufferRange;
+  if (max_binding_bytes != 0) limit = std::min(limit, max_binding_bytes);
+  const std::size_t cap = limit / n / 16 * 16;
+  if (cap == 0) {
+    throw Error(
+        fmt::format("GradientReducer: {} towers' slices of 16 bytes do not fit one "
+                    "binding of {} bytes",
+                    n, limit));
+  }
+  const std::vector<Window> windows = windows_of(towers[0], cap);
+  std::vector<std::size_t> base;  // per window, where its slices start in gathered_
+  std::size_t gathered_bytes = 0;
+  for (const Window& w : windows) {
+    base.push_back(gathered_bytes);
+    gathered_bytes += n * round16(w.hi - w.lo);
+  }
+  gathered_ = Buffer(device, std::max<std::size_t>(gathered_bytes, 16));
+
+  int buckets = 0;
+  for (const Segment& s : towers[0]) buckets = std::max(buckets, s.bucket + 1);
+  sums_.reserve(static_cast<std::size_t>(buckets));
+  for (int b = 0; b < buckets; ++b) sums_.emplace_back(device);
+  has_sum_.assign(static_cast<std::size_t>(buckets), false);
+  const Kernel& kernel = device.kernel({.shader = "add_n", .local_size = {256, 1, 1}});
+  for (std::size_t w = 0; w < windows.size(); ++w) {
+    const std::size_t len = round16(windows[w].hi - windows[w].lo);
+    struct {
+      std::uint32_t vectors, towers, stride;
+    } push{static_cast<std::uint32_t>(len / 16), static_cast<std::uint32_t>(n),
+           static_cast<std::uint32_t>(len / 16)};
+    const auto b = static_cast<std::size_t>(windows[w].bucket);
+    sums_[b].dispatch(kernel,
+                      {BufferRange(gathered_, base[w], n * len),
+                       BufferRange(*destination_.buffer, destination_.offset + windows[w].lo, len)},
+                      push, Stream::linear_groups(kernel, push.vectors));
+    has_sum_[b] = true;
+  }
+
+  // Each tower's pieces, merged into one copy where they are contiguous on both
+  // sides (a tower's whole bucket is usually one copy).
+  for (std::size_t t = 0; t < n; ++t) {
+    struct Run {
+      int bucket;
+      const Buffer* buffer;
+      std::size_t src, dst, bytes;
+    };
+    std::vector<Run> runs;
+    for (std::size_t w = 0; w < windows.size(); ++w) {
+      const std::size_t len = round16(windows[w].hi - windows[w].lo);
+      for (const Window::Piece& p : windows[w].pieces) {
+        const Segment& s = towers[t][p.segment];
+        const std::size_t src = s.source.offset + p.skip;
+        const std::size_t dst = base[w] + t * len + (s.offset + p.skip - windows[w].lo);
+        if (!runs.empty() && runs.back().bucket == windows[w].bucket &&
+            runs.back().buffer == s.source.buffer && runs.back().src + runs.back().bytes == src &&
+            runs.back().dst + runs.back().bytes == dst) {
+          runs.back().bytes += p.bytes;
+        } else {
+          runs.push_back({windows[w].bucket, s.source.buffer, src, dst, p.bytes});
+        }
+      }
+    }
     copies_.emplace_back();
-    for (const Segment& s : towers[t]) {
-      copies_.back().push_back(std::make_unique<CrossDeviceCopy>(
-          s.source, BufferRange(gathered_, t * stride_ + s.offset, s.source.size())));
+    for (const Run& r : runs) {
+      copies_.back().push_back(
+          {r.bucket, std::make_unique<CrossDeviceCopy>(BufferRange(*r.buffer, r.src, r.bytes),
+                                                       BufferRange(gathered_, r.dst, r.bytes))});
     }
   }
-  struct {
-    std::uint32_t vectors, towers, stride;
-  } push{static_cast<std::uint32_t>(stride_ / 16), static_cast<std::uint32_t>(copies_.size()),
-         static_cast<std::uint32_t>(stride_ / 16)};
-  Device& device = gathered_.device();
-  const Kernel& kernel = device.kernel({.shader = "add_n", .local_size = {256, 1, 1}});
-  add_.dispatch(kernel, {gathered_, destination_}, push,
-                Stream::linear_groups(kernel, push.vectors));
+  arrived_.assign(static_cast<std::size_t>(buckets), 0);
+  arrivals_.resize(static_cast<std::size_t>(buckets));
+  for (auto& a : arrivals_) a.reserve(copies_.front().size() * n);
+}
+
+void GradientReducer::arrive(std::size_t tower, int bucket, const Ticket& ready) {
+  if (tower >= copies_.size() || bucket < 0) {
+    throw Error(fmt::format("GradientReducer::arrive: tower {} of {}, bucket {}", tower,
+                            copies_.size(), bucket));
+  }
+  if (bucket >= buckets()) return;  // none of this reducer's segments travel in it
+  const auto b = static_cast<std::size_t>(bucket);
+  for (const Copy& c : copies_[tower]) {
+    if (c.bucket != bucket) continue;
+    const Ticket copied = c.copy->start({&ready, 1})[0];
+    std::lock_guard lock(mutex_);
+    arrivals_[b].push_back(copied);
+  }
+  std::lock_guard lock(mutex_);
+  if (++arrived_[b] < copies_.size() || !has_sum_[b]) return;
+  const Ticket summed = sums_[b].submit(arrivals_[b]);
+  if (summed.value > last_sum_.value) last_sum_ = summed;
+}
+
+Ticket GradientReducer::finish() {
+  std::lock_guard lock(mutex_);
+  for (std::size_t b = 0; b < arrived_.size(); ++b) {
+    if (arrived_[b] != copies_.size()) {
+      throw Error(fmt::format("GradientReducer::finish: bucket {} came from {} of {} towers", b,
+                              arrived_[b], copies_.size()));
+    }
+    arrived_[b] = 0;
+    arrivals_[b].clear();
+  }
+  return std::exchange(last_sum_, Ticket{});
 }
 
 Ticket GradientReducer::run(std::span<const Ticket> ready) {
@@ -115,12 +259,18 @@ Ticket GradientReducer::run(std::span<const Ticket> ready) {
     throw Error(fmt::format("GradientReducer::run: {} tickets for {} towers", ready.size(),
                             copies_.size()));
   }
-  for (std::size_t i = 0; i < copies_.size(); ++i) {
-    for (const auto& copy : copies_[i]) {
-      copy->run(ready.empty() ? std::span<const Ticket>{} : ready.subspan(i, 1));
-    }
+  for (std::size_t t = 0; t < copies_.size(); ++t) {
+    for (int b = 0; b < buckets(); ++b) arrive(t, b, ready.empty() ? Ticket{} : ready[t]);
   }
-  return add_.submit();
+  return finish();
+}
+
+std::uint64_t GradientReducer::host_waits() const {
+  std::uint64_t waits = 0;
+  for (const auto& tower : copies_) {
+    for (const Copy& c : tower) waits += c.copy->host_waits();
+  }
+  return waits;
 }
 
 }  // namespace vkt

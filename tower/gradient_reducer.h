@@ -1,7 +1,9 @@
 #pragma once
-// Sums the towers' gradient arenas on the consolidation device.
+// Sums the towers' gradients on the consolidation device, bucket by bucket.
 
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -12,11 +14,15 @@
 
 namespace vkt {
 
-/// Moves every tower's gradient arena (one buffer per tower, Horovod's tensor
-/// fusion) to the consolidation device with staged copies, one copy per arena,
-/// and sums them there in tower order with one dispatch, so the sum is the same
-/// bit for bit in every run. Built once, run every step: the staging buffers,
-/// copies and the recorded sum are reused.
+/// Moves every tower's gradients to the consolidation device and sums them there
+/// in tower order, so the sum is the same bit for bit in every run and however
+/// the gradients are bucketed. Gradients come in buckets (PyTorch DDP's reducer):
+/// each tower hands over a bucket as soon as its backward pass has written it
+/// (arrive(), from the tower's own host thread), and the bucket's sum is
+/// submitted as soon as every tower's copy of it is there, while the towers'
+/// backward passes go on. Built once, run every step: the staging buffers,
+/// copies and recorded sums are reused. A tower on the consolidation device's
+/// own Device hands its gradients over with a device copy, never through the host.
 ///
 ///   vkt::GradientReducer reduce(tower_arenas, master_device);
 ///   vkt::Ticket summed = reduce.run(backward_tickets);
@@ -24,44 +30,71 @@ namespace vkt {
 class GradientReducer {
  public:
   /// All ranges must have the same size (every tower runs the same model). The
-  /// sum goes to a buffer of its own on `consolidation` (sum()).
+  /// sum goes to a buffer of its own on `consolidation` (sum()). One bucket.
   GradientReducer(std::vector<BufferRange> tower_gradients, Device& consolidation);
   /// The same, summing straight into `destination` (e.g. the master's gradient
   /// arena), whose size must be the towers' rounded up to 16 bytes.
   GradientReducer(std::vector<BufferRange> tower_gradients, BufferRange destination);
 
-  /// A piece of a tower's gradients and where it goes in the destination.
+  /// A piece of a tower's gradients, where it goes in the destination, and the
+  /// bucket it travels in.
   struct Segment {
     BufferRange source;
     std::size_t offset = 0;  ///< byte offset in the destination (a multiple of 16)
+    int bucket = 0;          ///< 0 .. buckets - 1; in destination order
   };
-  /// The general form: each tower contributes the same segments (same sizes and
-  /// offsets), gathered into one layout and summed into `destination` (whose
-  /// size is a multiple of 16); gaps between segments are left undefined. The
-  /// round-robin variable mode reduces each device's share of the variables so.
-  GradientReducer(const std::vector<std::vector<Segment>>& towers, BufferRange destination);
+  /// The general form: each tower contributes the same segments (same sizes,
+  /// offsets and buckets), gathered and summed into `destination` (whose size is
+  /// a multiple of 16); gaps between segments are left undefined. A bucket's sum
+  /// binds at most the device's maxStorageBufferRange (or `max_binding_bytes`
+  /// where smaller and not 0): bigger buckets are summed in several dispatches.
+  GradientReducer(const std::vector<std::vector<Segment>>& towers, BufferRange destination,
+                  std::size_t max_binding_bytes = 0);
 
-  /// Gathers and sums; `ready[i]` is tower i's ticket for the work that wrote
-  /// its gradients (empty tickets are fine). The returned ticket, on the
-  /// consolidation device, completes when sum() holds the sum.
+  /// Gathers and sums everything; `ready[i]` is tower i's ticket for the work
+  /// that wrote its gradients (empty tickets are fine). The returned ticket, on
+  /// the consolidation device, completes when sum() holds the sum.
   Ticket run(std::span<const Ticket> ready);
+
+  /// Tower `tower`'s bucket `bucket` is written once `ready` (of the tower's
+  /// Device) completes: copies it towards the consolidation device and, if it
+  /// was the last tower to hand this bucket over, submits the bucket's sum.
+  /// Safe to call from every tower's thread at once; each tower calls it once
+  /// per bucket per step, in any order. A bucket past buckets() holds none of
+  /// this reducer's segments: nothing to do.
+  void arrive(std::size_t tower, int bucket, const Ticket& ready);
+  /// Once every tower has handed over every bucket: the ticket after which
+  /// sum() is complete (every bucket's sum is on one queue). Starts a new step.
+  Ticket finish();
 
   /// The sum (the destination range where one was given).
   BufferRange sum() const { return destination_; }
   std::size_t towers() const { return copies_.size(); }
+  int buckets() const { return static_cast<int>(sums_.size()); }
   std::size_t bytes() const { return bytes_; }
+  /// Times the copies blocked a host thread so far (every tower's together).
+  std::uint64_t host_waits() const;
 
  private:
-  void build(const std::vector<std::vector<Segment>>& towers);
+  struct Copy {
+    int bucket;
+    std::unique_ptr<CrossDeviceCopy> copy;
+  };
+  void build(const std::vector<std::vector<Segment>>& towers, std::size_t max_binding_bytes);
   static std::vector<std::vector<Segment>> whole(const std::vector<BufferRange>& ranges);
 
   std::size_t bytes_;
-  std::size_t stride_;  // bytes between two towers' slices in gathered_
-  Buffer gathered_;
-  Buffer sum_;  // when no destination was given
+  Buffer gathered_;  // per summing window: every tower's slice, one after another
+  Buffer sum_;       // when no destination was given
   BufferRange destination_;
-  std::vector<std::vector<std::unique_ptr<CrossDeviceCopy>>> copies_;  // per tower, per segment
-  Stream add_;
+  std::vector<std::vector<Copy>> copies_;  // per tower, in bucket order
+  std::vector<Stream> sums_;               // per bucket (empty stream: nothing to sum)
+  std::vector<bool> has_sum_;
+
+  std::mutex mutex_;
+  std::vector<std::size_t> arrived_;           // per bucket, towers so far this step
+  std::vector<std::vector<Ticket>> arrivals_;  // per bucket, the copies' tickets
+  Ticket last_sum_;
 };
 
 }  // namespace vkt

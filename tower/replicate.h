@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "../runtime/vulkan/device.h"
 #include "model_fn.h"
 
 namespace vkt {
@@ -24,6 +25,15 @@ enum class LossReduction { None, Sum, Mean, SumByNonzeroWeights };
 /// that work; the new values go back to every tower.
 enum class VariableMode { SharedLocalParameterServer, RoundRobin, Mirrored };
 
+/// Where the consolidation work (the masters, the sums, the updates) runs when
+/// the consolidation device is also a tower's. OnTowerDevice: on that tower's
+/// own VkDevice, so its gradients and weights never leave its memory (device
+/// copies only). SeparateDevice: on a VkDevice (and VkInstance) of its own, so
+/// it can run beside the tower's work; on lavapipe, where one VkInstance's
+/// devices share one worker pool, that measured faster. Auto picks
+/// SeparateDevice on lavapipe and OnTowerDevice everywhere else.
+enum class ConsolidationPlacement { Auto, OnTowerDevice, SeparateDevice };
+
 struct ReplicateOptions {
   LossReduction loss_reduction = LossReduction::SumByNonzeroWeights;
   /// Indices into the instance's devices, may repeat; empty = every device.
@@ -33,6 +43,15 @@ struct ReplicateOptions {
   VariableMode variable_mode = VariableMode::SharedLocalParameterServer;
   /// Device index of the consolidation device; default: the first tower's.
   std::optional<std::uint32_t> consolidation_device{};
+  ConsolidationPlacement consolidation_placement = ConsolidationPlacement::Auto;
+  /// Gradients travel to the consolidation device in buckets of about this
+  /// many bytes, in the order the backward pass writes them; each bucket moves
+  /// and is summed while the backward pass goes on (PyTorch DDP's bucket_cap_mb).
+  /// Any size gives the same bits.
+  std::size_t bucket_bytes = std::size_t{4} << 20;
+  /// How every device of the run is made (towers and consolidation); default:
+  /// DeviceOptions::from_environment() (VKT_FORCE_STAGING).
+  std::optional<DeviceOptions> device_options{};
 };
 
 /// Returns a model function of the same type that, called with a root

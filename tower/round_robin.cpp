@@ -27,9 +27,10 @@ void TowerRun::build_round_robin(const Instance& root, const std::vector<std::ui
   shares_.resize(static_cast<std::size_t>(n));
   for (int j = 0; j < n; ++j) {
     Share& share = shares_[static_cast<std::size_t>(j)];
-    share.instance = own_instance(root, devices[static_cast<std::size_t>(j)]);
-    share.device = std::make_unique<Device>(*share.instance, devices[static_cast<std::size_t>(j)]);
-    share.graph = std::make_unique<Graph>(*share.device, first.graph->options());
+    Device& device =
+        consolidation_device(root, devices[static_cast<std::size_t>(j)], share.instance,
+                             share.device, &towers_[static_cast<std::size_t>(j)]);
+    share.graph = std::make_unique<Graph>(device, first.graph->options());
     for (const Variable& v : first.graph->variables()) {
       if (owner.at(v.tensor.name()) == j) {
         share.graph->variable(v.tensor.name(), v.tensor.shape(), v.initializer, v.trainable);
@@ -69,39 +70,46 @@ void TowerRun::build_round_robin(const Instance& root, const std::vector<std::ui
 
     std::vector<std::vector<GradientReducer::Segment>> segments(static_cast<std::size_t>(n));
     for (int t = 0; t < n; ++t) {
+      const Tower& tower = towers_[static_cast<std::size_t>(t)];
       for (const auto& [offset, i] : mine) {
         segments[static_cast<std::size_t>(t)].push_back(
-            {towers_[static_cast<std::size_t>(t)].executor->range(
-                 towers_[static_cast<std::size_t>(t)].gradients[i]),
-             share.executor->range(external.at(i)).offset});
+            {tower.executor->range(tower.gradients[i]),
+             share.executor->range(external.at(i)).offset, gradient_bucket_[i]});
       }
     }
     share.reducer =
         std::make_unique<GradientReducer>(segments, BufferRange(share.executor->gradient_arena()));
-    for (Tower& t : towers_) {
-      for (const Variable& v : t.graph->variables()) {
-        const std::optional<Tensor> master = share.graph->find_variable(v.tensor.name());
-        if (!master) continue;
-        share.weights_back.push_back(std::make_unique<CrossDeviceCopy>(
-            share.graph->variable_range(*master), t.graph->variable_range(v.tensor)));
+    // Each new value is read once and sent to every tower.
+    for (const Variable& v : first.graph->variables()) {
+      const std::optional<Tensor> master = share.graph->find_variable(v.tensor.name());
+      if (!master) continue;
+      std::vector<BufferRange> replicas;
+      for (Tower& t : towers_) {
+        replicas.push_back(t.graph->variable_range(*t.graph->find_variable(v.tensor.name())));
       }
+      share.weights_back.push_back(
+          std::make_unique<CrossDeviceCopy>(share.graph->variable_range(*master), replicas));
     }
   }
 }
 
-void TowerRun::step_round_robin(const std::vector<Ticket>& done) {
+void TowerRun::step_round_robin() {
+  // Each share's update runs after its sums on its device's queue.
   std::vector<Ticket> applied(shares_.size());
   for (std::size_t j = 0; j < shares_.size(); ++j) {
     Share& share = shares_[j];
     if (!share.executor) continue;
-    share.reducer->run(done);
-    applied[j] = share.executor->run();  // same queue as the sum: runs after it
+    share.reducer->finish();
+    applied[j] = share.executor->run();
   }
   std::uint64_t step = 0;
   for (std::size_t j = 0; j < shares_.size(); ++j) {
     Share& share = shares_[j];
     if (!share.executor) continue;
-    for (const auto& copy : share.weights_back) copy->run({&applied[j], 1});
+    for (const auto& copy : share.weights_back) {
+      const std::span<const Ticket> arrived = copy->start({&applied[j], 1});
+      for (std::size_t i = 0; i < towers_.size(); ++i) towers_[i].arrived.push_back(arrived[i]);
+    }
     step = share.graph->global_step();
   }
   for (Tower& t : towers_) t.graph->set_global_step(step);

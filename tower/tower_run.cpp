@@ -67,7 +67,30 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
       device_list_from_environment(instance, options.devices);
   const int n = static_cast<int>(devices.size());
   if (options.consolidation_device) (void)instance.device(*options.consolidation_device);
+  if (options.bucket_bytes == 0) {
+    throw Error("ReplicateOptions::bucket_bytes is 0; give the bucket size in bytes (e.g. 4 MiB)");
+  }
+  const bool sum = options.loss_reduction == LossReduction::Sum;
+  const float scale = n > 1 && !sum ? 1.0f / static_cast<float>(n) : 1.0f;
+  build_towers(root, model_fn, devices, params, scale);
+  if (mode != Mode::Train) {
+    build_eval_predict(scale);
+  } else if (n == 1) {
+    build_one_tower();
+  } else {
+    build_training(instance, devices, scale);
+  }
+  if (n > 1) threads_ = std::make_unique<TowerThreads>(n);
+}
 
+DeviceOptions TowerRun::device_options() const {
+  return options_.device_options.value_or(DeviceOptions::from_environment());
+}
+
+void TowerRun::build_towers(ModelContext& root, const ModelFn& model_fn,
+                            const std::vector<std::uint32_t>& devices, const Params& params,
+                            float scale) {
+  const int n = static_cast<int>(devices.size());
   // Every check on the inputs before any device is made.
   std::map<std::string, std::pair<InputSpec, const char*>> inputs;
   for (const auto* group : {&root.feature_specs(), &root.label_specs()}) {
@@ -85,13 +108,10 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
       }
     }
   }
-  const bool sum = options.loss_reduction == LossReduction::Sum;
-  const float scale = n > 1 && !sum ? 1.0f / static_cast<float>(n) : 1.0f;
-
   for (int i = 0; i < n; ++i) {
     Tower t;
-    t.instance = own_instance(instance, devices[i]);
-    t.device = std::make_unique<Device>(*t.instance, devices[i]);
+    t.instance = own_instance(root.instance(), devices[i]);
+    t.device = std::make_unique<Device>(*t.instance, devices[i], device_options());
     GraphOptions graph_options = root.graph_options();
     graph_options.replica = static_cast<std::uint32_t>(i);  // its own dropout masks
     t.graph = std::make_unique<Graph>(*t.device, graph_options);
@@ -113,12 +133,12 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
     if (!inputs.empty()) {
       tower_batch_ = inputs.begin()->second.first.shape[0] / n;
       const std::vector<float> ones(static_cast<std::size_t>(tower_batch_), 1.0f);
-      ctx.set_example_weights(mode == Mode::Eval ? t.graph->input(kExampleWeights, {tower_batch_})
-                                                 : t.graph->constant({tower_batch_}, ones));
+      ctx.set_example_weights(mode_ == Mode::Eval ? t.graph->input(kExampleWeights, {tower_batch_})
+                                                  : t.graph->constant({tower_batch_}, ones));
     }
     const Params tower_params = params;  // each tower its own copy
-    t.spec = model_fn(ctx, features, labels, mode, tower_params);
-    if (mode != Mode::Predict && (!t.spec.loss.valid() || &t.spec.loss.graph() != t.graph.get())) {
+    t.spec = model_fn(ctx, features, labels, mode_, tower_params);
+    if (mode_ != Mode::Predict && (!t.spec.loss.valid() || &t.spec.loss.graph() != t.graph.get())) {
       throw Error(
           fmt::format("the model function returned no loss (or one of another graph) on "
                       "tower {}; training needs the spec's loss",
@@ -126,75 +146,76 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
     }
     towers_.push_back(std::move(t));
   }
+}
 
-  if (mode != Mode::Train) {
-    if (mode == Mode::Eval) check_eval_metrics();
-    // Evaluation and prediction: each tower runs on its own; nothing to reduce
-    // on the device (the metrics' sums add up on the host).
-    for (int i = 0; i < n; ++i) {
-      Tower& t = towers_[i];
-      std::vector<Tensor> fetches;
-      if (mode == Mode::Eval) {
-        t.scaled_loss = scale != 1.0f ? t.spec.loss * scale : t.spec.loss;
-        fetches.push_back(t.scaled_loss);
-        for (const auto& [name, metric] : t.spec.eval_metric_ops) {
-          for (const Tensor& a : metric.accumulators) {
-            if (metric.per_example && (a.shape().rank() == 0 || a.shape()[0] != tower_batch_)) {
-              throw Error(fmt::format(
-                  "metric '{}' is per-example, but its accumulator '{}' has shape {}, not "
-                  "[{}, ...] (the tower's batch first)",
-                  name, a.name(), a.shape().str(), tower_batch_));
-            }
-          }
-          t.accumulators.insert(t.accumulators.end(), metric.accumulators.begin(),
-                                metric.accumulators.end());
-          if (i == 0) {
-            sums_[name] = std::vector<std::vector<double>>(metric.accumulators.size());
+void TowerRun::build_eval_predict(float scale) {
+  if (mode_ == Mode::Eval) check_eval_metrics();
+  // Evaluation and prediction: each tower runs on its own; nothing to reduce
+  // on the device (the metrics' sums add up on the host).
+  for (int i = 0; i < towers(); ++i) {
+    Tower& t = towers_[static_cast<std::size_t>(i)];
+    std::vector<Tensor> fetches;
+    if (mode_ == Mode::Eval) {
+      t.scaled_loss = scale != 1.0f ? t.spec.loss * scale : t.spec.loss;
+      fetches.push_back(t.scaled_loss);
+      for (const auto& [name, metric] : t.spec.eval_metric_ops) {
+        for (const Tensor& a : metric.accumulators) {
+          if (metric.per_example && (a.shape().rank() == 0 || a.shape()[0] != tower_batch_)) {
+            throw Error(fmt::format(
+                "metric '{}' is per-example, but its accumulator '{}' has shape {}, not "
+                "[{}, ...] (the tower's batch first)",
+                name, a.name(), a.shape().str(), tower_batch_));
           }
         }
-        fetches.insert(fetches.end(), t.accumulators.begin(), t.accumulators.end());
-      } else {
-        for (const auto& [name, output] : t.spec.export_outputs) {
-          validate_export(name, output);
-          for (const auto& [key, tensor] : output.outputs) {
-            t.spec.predictions[name + "/" + key] = tensor;
-          }
-        }
-        if (t.spec.predictions.empty()) {
-          throw Error("the model function returned no predictions for Mode::Predict");
-        }
-        for (const auto& [name, tensor] : t.spec.predictions) {
-          if (tensor.shape().rank() == 0) {
-            throw Error(
-                fmt::format("prediction '{}' is a scalar; predictions need a batch "
-                            "dimension 0 to line up with the input",
-                            name));
-          }
-          fetches.push_back(tensor);
+        t.accumulators.insert(t.accumulators.end(), metric.accumulators.begin(),
+                              metric.accumulators.end());
+        if (i == 0) sums_[name] = std::vector<std::vector<double>>(metric.accumulators.size());
+      }
+      fetches.insert(fetches.end(), t.accumulators.begin(), t.accumulators.end());
+    } else {
+      for (const auto& [name, output] : t.spec.export_outputs) {
+        validate_export(name, output);
+        for (const auto& [key, tensor] : output.outputs) {
+          t.spec.predictions[name + "/" + key] = tensor;
         }
       }
-      t.executor =
-          std::make_unique<Executor>(*t.graph, fetches, ExecutorOptions{.training = false});
-      t.takes_example_weights = t.executor->takes_input(kExampleWeights);
-    }
-    return;
-  }
-  if (n == 1) {
-    Tower& t = towers_.front();
-    std::vector<Tensor> fetches{t.spec.loss};
-    if (t.spec.train_op.valid()) fetches.push_back(t.spec.train_op);
-    // Every optimizer call runs, not only the one that became the train op:
-    // on N towers each TowerOptimizer call is applied, and one tower must
-    // train the same model (wide & deep returns one of its two calls).
-    for (const Node& node : t.graph->nodes()) {
-      if (node.op->updates_variables() && node.output.id() != t.spec.train_op.id()) {
-        fetches.push_back(node.output);
+      if (t.spec.predictions.empty()) {
+        throw Error("the model function returned no predictions for Mode::Predict");
+      }
+      for (const auto& [name, tensor] : t.spec.predictions) {
+        if (tensor.shape().rank() == 0) {
+          throw Error(
+              fmt::format("prediction '{}' is a scalar; predictions need a batch "
+                          "dimension 0 to line up with the input",
+                          name));
+        }
+        fetches.push_back(tensor);
       }
     }
-    t.scaled_loss = t.spec.loss;
-    t.executor = std::make_unique<Executor>(*t.graph, fetches);
-    return;
+    t.executor = std::make_unique<Executor>(*t.graph, fetches, ExecutorOptions{.training = false});
+    t.takes_example_weights = t.executor->takes_input(kExampleWeights);
   }
+}
+
+void TowerRun::build_one_tower() {
+  Tower& t = towers_.front();
+  std::vector<Tensor> fetches{t.spec.loss};
+  if (t.spec.train_op.valid()) fetches.push_back(t.spec.train_op);
+  // Every optimizer call runs, not only the one that became the train op:
+  // on N towers each TowerOptimizer call is applied, and one tower must
+  // train the same model (wide & deep returns one of its two calls).
+  for (const Node& node : t.graph->nodes()) {
+    if (node.op->updates_variables() && node.output.id() != t.spec.train_op.id()) {
+      fetches.push_back(node.output);
+    }
+  }
+  t.scaled_loss = t.spec.loss;
+  t.executor = std::make_unique<Executor>(*t.graph, fetches, ExecutorOptions{.timestamps = true});
+}
+
+void TowerRun::build_training(const Instance& root, const std::vector<std::uint32_t>& devices,
+                              float scale) {
+  const int n = towers();
   for (int i = 0; i < n; ++i) {
     const auto* replication = static_cast<const TowerReplication*>(towers_[i].graph->attachment());
     if (replication->calls_made() != static_cast<int>(calls_->calls.size())) {
@@ -209,7 +230,7 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
         "the model function made no TowerOptimizer call: training on several towers needs "
         "one (train_op = tower_optimizer.minimize(loss))");
   }
-  if (options.variable_mode != VariableMode::SharedLocalParameterServer) {
+  if (options_.variable_mode != VariableMode::SharedLocalParameterServer) {
     for (const OptimizerCalls::Call& call : calls_->calls) {
       for (const GradVar& gv : call.per_tower[0]) {
         if (!gv.grad.sparse()) continue;
@@ -218,17 +239,16 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
             "towers need VariableMode::SharedLocalParameterServer (the default variable "
             "mode), not {}; use it, or run on one tower",
             gv.var.name(),
-            options.variable_mode == VariableMode::Mirrored ? "Mirrored" : "RoundRobin"));
+            options_.variable_mode == VariableMode::Mirrored ? "Mirrored" : "RoundRobin"));
       }
     }
   }
-  const bool mirrored = options.variable_mode == VariableMode::Mirrored;
+  const bool mirrored = options_.variable_mode == VariableMode::Mirrored;
   std::vector<std::vector<Tensor>> updates(static_cast<std::size_t>(n));
   if (mirrored) build_mirrored_updates(updates);  // slots first: they are variables
-  for (int i = 0; i < n; ++i) {
+  for (std::size_t i = 0; i < towers_.size(); ++i) {
     Tower& t = towers_[i];
     t.scaled_loss = scale != 1.0f ? t.spec.loss * scale : t.spec.loss;
-    std::vector<Tensor> fetches{t.scaled_loss};
     for (const OptimizerCalls::Call& call : calls_->calls) {
       for (const GradVar& gv : call.per_tower[i]) {
         if (gv.grad.sparse()) {  // its rows go to the master as they are, not summed
@@ -239,16 +259,23 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
         }
       }
     }
+  }
+  plan_buckets();
+  for (Tower& t : towers_) {
+    std::vector<Tensor> fetches{t.scaled_loss};
     fetches.insert(fetches.end(), t.gradients.begin(), t.gradients.end());
-    t.executor = std::make_unique<Executor>(*t.graph, fetches);
+    t.executor = std::make_unique<Executor>(
+        *t.graph, fetches,
+        ExecutorOptions{.training = true, .ready_groups = ready_groups(t), .timestamps = true});
   }
   if (mirrored) {
-    build_mirrored(instance, devices, updates);
-  } else if (options.variable_mode == VariableMode::RoundRobin) {
-    build_round_robin(instance, devices);
+    build_mirrored(root, devices, updates);
+  } else if (options_.variable_mode == VariableMode::RoundRobin) {
+    build_round_robin(root, devices);
   } else {
-    build_master(instance, devices);
+    build_master(root, devices);
   }
+  sparse_arrived_.reserve(static_cast<std::size_t>(n) * 2 * towers_.front().sparse_in.size() + 1);
 }
 
 std::unique_ptr<Instance> TowerRun::own_instance(const Instance& root, std::uint32_t index) {
@@ -264,8 +291,69 @@ std::unique_ptr<Instance> TowerRun::own_instance(const Instance& root, std::uint
   return instance;
 }
 
+void TowerRun::plan_buckets() {
+  // The executor places gradients in tensor order, which is the order the
+  // backward pass makes (and so writes) them: buckets are consecutive runs of
+  // that order, the first ready first.
+  const Tower& first = towers_.front();
+  std::vector<std::size_t> order(first.gradients.size());
+  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return first.gradients[a].id() < first.gradients[b].id();
+  });
+  gradient_bucket_.assign(order.size(), 0);
+  int bucket = 0;
+  std::size_t bytes = 0;
+  for (std::size_t k : order) {
+    const std::size_t size =
+        align_up(static_cast<std::size_t>(first.gradients[k].shape().elements()) * 4, 16);
+    if (bytes > 0 && bytes + size > options_.bucket_bytes) {
+      ++bucket;
+      bytes = 0;
+    }
+    gradient_bucket_[k] = bucket;
+    bytes += size;
+  }
+  buckets_ = bucket + 1;
+}
+
+std::vector<std::vector<Tensor>> TowerRun::ready_groups(const Tower& t) const {
+  std::vector<std::vector<Tensor>> groups(static_cast<std::size_t>(buckets_));
+  for (std::size_t k = 0; k < t.gradients.size(); ++k) {
+    groups[static_cast<std::size_t>(gradient_bucket_[k])].push_back(t.gradients[k]);
+  }
+  return groups;
+}
+
+bool TowerRun::on_tower_device(const Instance& root, std::uint32_t index) const {
+  switch (options_.consolidation_placement) {
+    case ConsolidationPlacement::OnTowerDevice:
+      return true;
+    case ConsolidationPlacement::SeparateDevice:
+      return false;
+    default:
+      return !root.device(index).is_lavapipe;
+  }
+}
+
+Device& TowerRun::consolidation_device(const Instance& root, std::uint32_t index,
+                                       std::unique_ptr<Instance>& instance,
+                                       std::unique_ptr<Device>& device, const Tower* tower) {
+  if (on_tower_device(root, index)) {
+    if (tower != nullptr) return *tower->device;
+    for (Tower& t : towers_) {
+      if (t.device->info().index == index) return *t.device;
+    }
+  }
+  instance = own_instance(root, index);
+  device = std::make_unique<Device>(*instance, index, device_options());
+  return *device;
+}
+
 TowerRun::~TowerRun() {
+  threads_.reset();
   // Whatever records on another object's device goes first.
+  broadcast_.reset();
   for (Share& share : shares_) {
     share.reducer.reset();
     share.weights_back.clear();
@@ -273,10 +361,9 @@ TowerRun::~TowerRun() {
     share.graph.reset();
   }
   reducer_.reset();
+  mirrored_sum_ = Buffer();
   for (Tower& t : towers_) {
-    t.weights_back.reset();
     t.sparse_in.clear();
-    t.sum_in.reset();
     t.updates.reset();
   }
   master_executor_.reset();
@@ -300,10 +387,11 @@ std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBa
   // Every tower draws its random numbers (dropout) for the global step, in
   // every variable mode: a resumed run draws what an uninterrupted one did.
   const std::uint64_t step = global_step();
-  // Each tower feeds, runs and waits on a thread of its own (tower 0 on this one).
+  const bool exchange = mode_ == Mode::Train && n > 1;
+  std::vector<Ticket> done(static_cast<std::size_t>(n));
   const auto run_tower = [&](int i) {
-    Tower& t = towers_[i];
-    for (const auto& [name, value] : shards[i]) {
+    Tower& t = towers_[static_cast<std::size_t>(i)];
+    for (const auto& [name, value] : shards[static_cast<std::size_t>(i)]) {
       if (name == kExampleWeights && !t.takes_example_weights) continue;
       if (!t.graph->find_input(name)) {
         throw Error(
@@ -316,15 +404,39 @@ std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBa
       }
     }
     t.executor->set_step(step);
-    const Ticket ticket = t.executor->run();
+    const Ticket ticket = t.executor->run(t.arrived);
+    t.arrived.clear();
+    // Each bucket goes as soon as the backward pass has written it.
+    if (exchange) {
+      for (int b = 0; b < buckets_; ++b) {
+        hand_over(static_cast<std::size_t>(i), b, t.executor->ready(static_cast<std::size_t>(b)));
+      }
+    }
     ticket.wait();
-    return ticket;
+    done[static_cast<std::size_t>(i)] = ticket;
+    tower_ms_[static_cast<std::size_t>(i)] = t.executor->device_ms().value_or(0.0);
   };
-  std::vector<std::future<Ticket>> others;
-  for (int i = 1; i < n; ++i) others.push_back(std::async(std::launch::async, run_tower, i));
-  std::vector<Ticket> done{run_tower(0)};
-  for (auto& f : others) done.push_back(f.get());  // rethrows a tower's error
+  tower_ms_.resize(static_cast<std::size_t>(n));
+  if (threads_) {
+    threads_->run(run_tower);
+  } else {
+    run_tower(0);
+  }
   return done;
+}
+
+void TowerRun::hand_over(std::size_t tower, int bucket, const Ticket& ready) {
+  if (reducer_) reducer_->arrive(tower, bucket, ready);
+  for (Share& share : shares_) {
+    if (share.reducer) share.reducer->arrive(tower, bucket, ready);
+  }
+}
+
+void TowerRun::settle() {
+  for (Tower& t : towers_) {
+    for (const Ticket& a : t.arrived) a.wait();
+    t.arrived.clear();
+  }
 }
 
 void TowerRun::train_step(const HostBatch& features, const HostBatch& labels) {
@@ -337,37 +449,59 @@ void TowerRun::train_step(const HostBatch& features, const HostBatch& labels) {
   const std::vector<Ticket> done = run_towers(features, labels);
   const Clock::time_point towers_done = Clock::now();
   times_ = {ms(start, towers_done), 0, 0, 0};
-  if (towers() == 1) return;
+  times_.slowest_tower = *std::max_element(tower_ms_.begin(), tower_ms_.end());
+  const auto finish = [&] { times_.step = ms(start, Clock::now()); };
+  if (towers() == 1) return finish();
+  ++step_thread_waits_;  // joining the towers' threads
   if (!shares_.empty()) {
-    step_round_robin(done);
-    times_ = {ms(start, towers_done), 0, ms(towers_done, Clock::now()), 0};
-    return;
+    step_round_robin();
+    times_.apply = ms(towers_done, Clock::now());
+    return finish();
   }
-  const Ticket summed = reducer_ ? reducer_->run(done) : Ticket{};
+  // Every bucket's sum is submitted; the sparse rows are on their way.
+  const Ticket summed = reducer_ ? reducer_->finish() : Ticket{};  // empty: all sparse
+  sparse_arrived_.clear();
   for (std::size_t i = 0; i < towers_.size(); ++i) {  // sparse rows, concatenated
-    for (const auto& copy : towers_[i].sparse_in) copy->run({&done[i], 1});
-  }
-  summed.wait();
-  const Clock::time_point reduced = Clock::now();
-  if (!master_) {  // Mirrored: the sum to every tower, each updates its own replica
-    std::vector<Ticket> applied;
-    for (Tower& t : towers_) {
-      t.sum_in->run({&summed, 1});
-      applied.push_back(t.updates->run());
+    for (const auto& copy : towers_[i].sparse_in) {
+      sparse_arrived_.push_back(copy->start({&done[i], 1})[0]);
     }
-    for (const Ticket& a : applied) a.wait();
-    times_ = {ms(start, towers_done), ms(towers_done, reduced), ms(reduced, Clock::now()), 0};
-    return;
   }
-  const Ticket applied = master_executor_->run();
-  applied.wait();
+  const Clock::time_point reduced = Clock::now();
+  times_.reduce = ms(towers_done, reduced);
+  if (!master_) {  // Mirrored: the sum to every tower, each updates its own replica
+    const std::span<const Ticket> arrived = broadcast_->start({&summed, 1});
+    for (std::size_t i = 0; i < towers_.size(); ++i) {
+      // Tower i's next step runs after its update on its own queue.
+      towers_[i].updates->run(arrived.subspan(i, 1));
+    }
+    times_.apply = ms(reduced, Clock::now());
+    return finish();
+  }
+  // The update runs after the sums on the consolidation device's queue.
+  const Ticket applied = master_executor_->run(sparse_arrived_);
   const Clock::time_point updated = Clock::now();
-  for (Tower& t : towers_) {
-    t.weights_back->run({&applied, 1});
-    t.graph->set_global_step(master_->global_step());
+  const std::span<const Ticket> arrived = broadcast_->start({&applied, 1});
+  for (std::size_t i = 0; i < towers_.size(); ++i) {
+    towers_[i].arrived.push_back(arrived[i]);
+    towers_[i].graph->set_global_step(master_->global_step());
   }
-  times_ = {ms(start, towers_done), ms(towers_done, reduced), ms(reduced, updated),
-            ms(updated, Clock::now())};
+  times_.apply = ms(reduced, updated);
+  times_.copy_back = ms(updated, Clock::now());
+  finish();
+}
+
+TowerRun::HostWaits TowerRun::host_waits() const {
+  HostWaits waits{step_thread_waits_, 0};
+  if (broadcast_) waits.step_thread += broadcast_->host_waits();
+  for (const Tower& t : towers_) {
+    for (const auto& copy : t.sparse_in) waits.step_thread += copy->host_waits();
+  }
+  if (reducer_) waits.tower_threads += reducer_->host_waits();
+  for (const Share& share : shares_) {
+    for (const auto& copy : share.weights_back) waits.step_thread += copy->host_waits();
+    if (share.reducer) waits.tower_threads += share.reducer->host_waits();
+  }
+  return waits;
 }
 
 float TowerRun::loss() {
@@ -381,6 +515,7 @@ Graph& TowerRun::variables_graph() const {
 }
 
 std::vector<float> TowerRun::variable(const std::string& name) {
+  settle();
   for (Graph* share : share_graphs()) {  // RoundRobin: the slots are only in the shares
     if (const std::optional<Tensor> var = share->find_variable(name)) return share->values(*var);
   }
@@ -397,6 +532,7 @@ std::vector<Graph*> TowerRun::share_graphs() const {
 }
 
 void TowerRun::save(const std::string& path) {
+  settle();
   if (!shares_.empty()) {  // RoundRobin: the masters and slots of every share, one file
     save_checkpoint(share_graphs(), global_step(), path);
     return;
@@ -405,6 +541,7 @@ void TowerRun::save(const std::string& path) {
 }
 
 void TowerRun::restore(const std::string& path) {
+  settle();
   const CheckpointMatch match =
       mode_ == Mode::Train ? CheckpointMatch::Exact : CheckpointMatch::GraphSubset;
   if (!shares_.empty()) {
@@ -416,10 +553,8 @@ void TowerRun::restore(const std::string& path) {
   }
   if (master_) {
     load_checkpoint(*master_, path, match);
-    for (Tower& t : towers_) {
-      t.weights_back->run();
-      t.graph->set_global_step(master_->global_step());
-    }
+    broadcast_->run();
+    for (Tower& t : towers_) t.graph->set_global_step(master_->global_step());
     return;
   }
   // One tower, or Mirrored: every tower holds the whole state. Tower 0 first,
@@ -432,6 +567,7 @@ std::uint64_t TowerRun::global_step() const {
 }
 
 void TowerRun::assign(const std::string& name, std::span<const float> values) {
+  settle();
   std::vector<Graph*> graphs;
   if (master_) graphs.push_back(master_.get());
   for (const Share& share : shares_) graphs.push_back(share.graph.get());

@@ -14,6 +14,7 @@
 #include "../runtime/vulkan/device.h"
 #include "gradient_reducer.h"
 #include "replicate.h"
+#include "tower_threads.h"
 
 namespace vkt {
 
@@ -21,9 +22,11 @@ struct OptimizerCalls;
 
 /// Owns every tower's Instance, Device, Graph and Executor, the consolidation
 /// device's master graph (variables, slots, the optimizers' updates) and the
-/// copies between them. Towers run concurrently, one host thread each. One
-/// tower: its own Executor does everything, no copies. The root Instance only
-/// names the devices; it need not outlive the TowerRun.
+/// copies between them. Towers run concurrently, each on a persistent host
+/// thread of its own; each hands its gradients over bucket by bucket while its
+/// backward pass goes on (ReplicateOptions::bucket_bytes). One tower: its own
+/// Executor does everything, no copies. The root Instance only names the
+/// devices; it need not outlive the TowerRun.
 class TowerRun {
  public:
   TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateOptions& options, Mode mode,
@@ -78,8 +81,22 @@ class TowerRun {
     double reduce = 0;     ///< gathering and summing the gradients
     double apply = 0;      ///< the optimizers on the consolidation device
     double copy_back = 0;  ///< the new weights back to every tower
+    /// The slowest tower's forward and backward pass as its device timed it
+    /// (0 where the device has no timestamp queries): step - this is the
+    /// exchange time the overlap left exposed.
+    double slowest_tower = 0;
+    double step = 0;  ///< the whole train_step
   };
   const StepTimes& last_step_times() const { return times_; }
+  /// Times a host thread blocked on the device so far: the thread that calls
+  /// train_step, and the towers' threads while handing gradients over.
+  struct HostWaits {
+    std::uint64_t step_thread = 0;
+    std::uint64_t tower_threads = 0;
+  };
+  HostWaits host_waits() const;
+  /// Gradient buckets per step (1 with one tower).
+  int buckets() const { return buckets_; }
 
   int towers() const { return static_cast<int>(towers_.size()); }
   Graph& tower_graph(int i) { return *towers_.at(i).graph; }
@@ -98,15 +115,34 @@ class TowerRun {
     std::vector<Tensor> accumulators;  // Eval: every metric's, in metric order
     bool takes_example_weights = false;
     std::unique_ptr<Executor> executor;
-    std::unique_ptr<CrossDeviceCopy> weights_back;
+    // The new weights' (or Mirrored's summed gradients') upload, which the
+    // tower's next run waits for on the device.
+    std::vector<Ticket> arrived;
     // SharedLocalParameterServer: its rows of every sparse gradient into the
     // master's (values and indices, per sparse gradient in call order).
     std::vector<std::unique_ptr<CrossDeviceCopy>> sparse_in;
-    // Mirrored: the tower's own update program and the copy of the summed
-    // gradients into its gradient arena.
+    // Mirrored: the tower's own update program.
     std::unique_ptr<Executor> updates;
-    std::unique_ptr<CrossDeviceCopy> sum_in;
   };
+  /// Builds every tower's graph and model; then the programs for `mode`.
+  void build_towers(ModelContext& root, const ModelFn& model_fn,
+                    const std::vector<std::uint32_t>& devices, const Params& params, float scale);
+  void build_eval_predict(float scale);
+  void build_one_tower();
+  void build_training(const Instance& root, const std::vector<std::uint32_t>& devices, float scale);
+  /// Gradient k (of every tower's `gradients`, in call order) travels in bucket
+  /// gradient_bucket_[k]: tower 0's gradients in the order its backward pass
+  /// writes them, cut every bucket_bytes.
+  void plan_buckets();
+  std::vector<std::vector<Tensor>> ready_groups(const Tower& t) const;
+  /// The Device for consolidation work on physical device `index`: `tower`'s
+  /// (or the first tower's on `index`) when the placement allows, else a new
+  /// one kept in `instance` and `device`.
+  Device& consolidation_device(const Instance& root, std::uint32_t index,
+                               std::unique_ptr<Instance>& instance, std::unique_ptr<Device>& device,
+                               const Tower* tower = nullptr);
+  bool on_tower_device(const Instance& root, std::uint32_t index) const;
+  DeviceOptions device_options() const;
   /// Eval: vkt::Error unless every tower returned the same metrics, computed alike.
   void check_eval_metrics() const;
   void build_master(const Instance& root, const std::vector<std::uint32_t>& devices);
@@ -118,11 +154,17 @@ class TowerRun {
   /// RoundRobin: variable k's master, reduction and updates on tower k mod N's
   /// device (tower/round_robin.cpp).
   void build_round_robin(const Instance& root, const std::vector<std::uint32_t>& devices);
-  void step_round_robin(const std::vector<Ticket>& done);
-  /// Feeds each tower its shard and runs it, on a thread per tower; returns
-  /// when every tower is done.
+  void step_round_robin();
+  /// Feeds each tower its shard and runs it, each on its own thread; in
+  /// training, hands every bucket of its gradients to the reducers as it is
+  /// written. Returns when every tower is done.
   std::vector<Ticket> run_towers(const HostBatch& features, const HostBatch& labels,
                                  std::optional<std::int64_t> real_examples = std::nullopt);
+  /// Tower i's bucket b is written once `ready` completes: to every reducer.
+  void hand_over(std::size_t tower, int bucket, const Ticket& ready);
+  /// Waits for the uploads the towers' next runs would wait for: before the
+  /// host reads or writes a tower's memory.
+  void settle();
   /// A new Instance whose device `index` is the root instance's device `index`.
   static std::unique_ptr<Instance> own_instance(const Instance& root, std::uint32_t index);
   Graph& variables_graph() const;
@@ -132,18 +174,29 @@ class TowerRun {
   std::vector<Tower> towers_;
   std::unique_ptr<OptimizerCalls> calls_;
   std::unique_ptr<Instance> master_instance_;
-  std::unique_ptr<Device> master_device_;
+  std::unique_ptr<Device> master_device_;  // null when the master is on tower 0's Device
+  Device* consolidation_ = nullptr;
   std::unique_ptr<Graph> master_;
   std::unique_ptr<Executor> master_executor_;
   std::unique_ptr<GradientReducer> reducer_;
+  // The new weights (SharedLocalParameterServer) or the summed gradients
+  // (Mirrored), read once and sent to every tower.
+  std::unique_ptr<CrossDeviceCopy> broadcast_;
+  Buffer mirrored_sum_;
+  std::vector<Ticket> sparse_arrived_;  // per tower: its sparse rows on the master
+  std::unique_ptr<TowerThreads> threads_;
+  std::vector<int> gradient_bucket_;
+  int buckets_ = 1;
+  std::uint64_t step_thread_waits_ = 0;
+  std::vector<double> tower_ms_;  // per tower, the last run's device time
   // RoundRobin: one share of the variables per device.
   struct Share {
     std::unique_ptr<Instance> instance;
-    std::unique_ptr<Device> device;
+    std::unique_ptr<Device> device;  // null when it is on its tower's Device
     std::unique_ptr<Graph> graph;
     std::unique_ptr<Executor> executor;  // null when its variables take no update
     std::unique_ptr<GradientReducer> reducer;
-    std::vector<std::unique_ptr<CrossDeviceCopy>> weights_back;  // per tower and variable
+    std::vector<std::unique_ptr<CrossDeviceCopy>> weights_back;  // per variable, to every tower
   };
   std::vector<Share> shares_;
   StepTimes times_;

@@ -242,15 +242,47 @@ void Executor::plan(const std::vector<int>& order) {
 }
 
 void Executor::record(const std::vector<int>& order) {
+  // Where each ready group is complete: after the last node writing one of its
+  // tensors (a view is written by its root's node).
+  std::map<int, int> position;  // node index -> position in order
+  for (int pos = 0; pos < static_cast<int>(order.size()); ++pos) position[order[pos]] = pos;
+  std::vector<int> group_end;
+  for (const std::vector<Tensor>& group : options_.ready_groups) {
+    int end = -1;
+    for (const Tensor& t : group) {
+      check_fetched(t);
+      int node = graph_->info(t).node;
+      while (node >= 0 && graph_->nodes()[node].op->view_offset()) {
+        node = graph_->info(graph_->nodes()[node].inputs[0]).node;
+      }
+      if (node >= 0 && position.count(node)) end = std::max(end, position[node]);
+    }
+    group_end.push_back(end);
+  }
+  std::set<int> splits(group_end.begin(), group_end.end());
+  std::map<int, std::size_t> segment_after;  // position -> segment it ends
+
+  timed_ = options_.timestamps && graph_->device().info().timestamps;
+  if (timed_) stream_.timestamp();
   if (feed_staging_) stream_.copy(feed_staging_, feed_arena_);
   Context ctx(*this);
-  for (int index : order) {
-    const Node& node = graph_->nodes()[index];
-    if (node.op->view_offset()) continue;
-    recording_node_ = index;
-    node.op->record(ctx, node.inputs, node.output);
+  const int last = static_cast<int>(order.size()) - 1;
+  for (int pos = 0; pos <= last; ++pos) {
+    const Node& node = graph_->nodes()[order[pos]];
+    if (!node.op->view_offset()) {
+      recording_node_ = order[pos];
+      node.op->record(ctx, node.inputs, node.output);
+    }
+    if (splits.count(pos) && pos != last) segment_after[pos] = stream_.end_segment();
   }
   recording_node_ = -1;
+  if (timed_) stream_.timestamp();
+  for (const int end : group_end) {
+    const auto found = segment_after.find(end);
+    group_segment_.push_back(found != segment_after.end() ? found->second
+                             : end < 0                    ? 0
+                                                          : stream_.segment_count() - 1);
+  }
 }
 
 Buffer& Executor::arena(Place::Arena a) {
@@ -320,7 +352,19 @@ void Executor::feed(const std::string& name, std::span<const std::int32_t> value
   feed_bytes(name, std::as_bytes(values), DType::I32);
 }
 
-Ticket Executor::run() {
+std::optional<double> Executor::device_ms() const {
+  if (!timed_) return std::nullopt;
+  return stream_.elapsed_ns(0, 1) / 1e6;
+}
+
+Ticket Executor::ready(std::size_t group) const {
+  if (group >= group_segment_.size()) {
+    throw Error(fmt::format("Executor::ready: group {} of {}", group, group_segment_.size()));
+  }
+  return stream_.segment_ticket(group_segment_[group]);
+}
+
+Ticket Executor::run(std::span<const Ticket> waits) {
   // Once every input was fed it stays fed: the per-step path skips the check.
   if (!all_fed_) {
     for (const auto& [id, place] : places_) {
@@ -349,7 +393,7 @@ Ticket Executor::run() {
                                params_context);
   }
   ++step_;
-  last_ = stream_.submit();
+  last_ = stream_.submit(waits);
   graph_->set_last_run(last_);
   if (updates_ && options_.training) graph_->set_global_step(graph_->global_step() + 1);
   seen_global_step_ = graph_->global_step();

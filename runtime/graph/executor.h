@@ -18,6 +18,14 @@ namespace vkt {
 struct ExecutorOptions {
   /// Training program (dropout active) or evaluation/prediction.
   bool training = true;
+  /// Groups of fetched tensors handed over as soon as they are written: the
+  /// recorded step ends a segment after the last command that writes a group's
+  /// tensors, and ready(k) is that segment's ticket, so group k can be copied
+  /// while the rest of the step runs (the towers' gradient buckets).
+  std::vector<std::vector<Tensor>> ready_groups{};
+  /// Time every run on the device (timestamp queries; ignored where the device
+  /// has none): device_ms().
+  bool timestamps = false;
 };
 
 /// Runs the part of a Graph that `fetches` need. At construction it places every
@@ -46,8 +54,15 @@ class Executor {
   void feed(const std::string& name, std::span<const float> values);
   void feed(const std::string& name, std::span<const std::int32_t> values);
 
-  /// Submits the recorded step; every input must have been fed once.
-  Ticket run();
+  /// Submits the recorded step, after `waits` (tickets of this graph's Device,
+  /// e.g. the upload of new weights); every input must have been fed once.
+  Ticket run(std::span<const Ticket> waits = {});
+  /// Milliseconds the device spent on the last run, from its first command to
+  /// its last (waits for it); empty unless ExecutorOptions::timestamps and the
+  /// device has timestamp queries.
+  std::optional<double> device_ms() const;
+  /// The ticket, in the last run, after which ready group `k` is written.
+  Ticket ready(std::size_t group) const;
   /// Waits for the last run.
   void wait();
 
@@ -108,6 +123,8 @@ class Executor {
   std::size_t params_offset_ = 0;
   std::map<int, std::size_t> host_params_;  // node index -> offset in the feed arena
   int recording_node_ = -1;
+  std::vector<std::size_t> group_segment_;  // ready group -> segment of the stream
+  bool timed_ = false;
   bool updates_ = false;  // the program updates variables: runs advance the global step
 };
 

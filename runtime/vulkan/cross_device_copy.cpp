@@ -24,30 +24,54 @@ void check(const BufferRange& r, const char* side) {
 
 }  // namespace
 
-CrossDeviceCopy::CrossDeviceCopy(BufferRange src, BufferRange dst) : src_(src), dst_(dst) {
+CrossDeviceCopy::CrossDeviceCopy(BufferRange src, BufferRange dst)
+    : CrossDeviceCopy(src, std::vector<BufferRange>{dst}) {}
+
+CrossDeviceCopy::CrossDeviceCopy(BufferRange src, std::vector<BufferRange> dsts)
+    : src_(src), dsts_(std::move(dsts)) {
   check(src_, "source");
-  check(dst_, "destination");
-  if (src_.size() != dst_.size()) {
-    throw Error(
-        fmt::format("cross-device copy: the source holds {} bytes but the destination {}; "
-                    "give ranges of the same size",
-                    src_.size(), dst_.size()));
+  if (dsts_.empty()) throw Error("cross-device copy: no destination given");
+  for (const BufferRange& dst : dsts_) {
+    check(dst, "destination");
+    if (src_.size() != dst.size()) {
+      throw Error(
+          fmt::format("cross-device copy: the source holds {} bytes but a destination {}; "
+                      "give ranges of the same size",
+                      src_.size(), dst.size()));
+    }
   }
   Device& from = src_.buffer->device();
-  Device& to = dst_.buffer->device();
-  if (!src_.buffer->mapped()) {
+  for (std::size_t i = 0; i < dsts_.size(); ++i) {
+    if (&dsts_[i].buffer->device() == &from) {
+      if (!local_copy_) local_copy_.emplace(from, QueueKind::Transfer);
+      local_copy_->copy(src_, dsts_[i]);
+      local_.push_back(i);
+      continue;
+    }
+    Remote remote{dsts_[i], {}, {}};
+    if (!dsts_[i].buffer->mapped()) {
+      Device& to = dsts_[i].buffer->device();
+      remote.staging = Buffer(to, dsts_[i].size(), BufferKind::Staging);
+      remote.upload.emplace(to, QueueKind::Transfer);
+      remote.upload->copy(remote.staging, dsts_[i]);
+    }
+    remotes_.push_back(std::move(remote));
+    remote_.push_back(i);
+  }
+  if (!remotes_.empty() && !src_.buffer->mapped()) {
     src_staging_ = Buffer(from, src_.size(), BufferKind::Staging);
     download_.emplace(from, QueueKind::Transfer);
     download_->copy(src_, src_staging_);
   }
-  if (!dst_.buffer->mapped()) {
-    dst_staging_ = Buffer(to, dst_.size(), BufferKind::Staging);
-    upload_.emplace(to, QueueKind::Transfer);
-    upload_->copy(dst_staging_, dst_);
-  }
+  tickets_.resize(dsts_.size());
 }
 
-void CrossDeviceCopy::run(std::span<const Ticket> src_ready) {
+std::span<const Ticket> CrossDeviceCopy::start(std::span<const Ticket> src_ready) {
+  if (local_copy_) {
+    const Ticket done = local_copy_->submit(src_ready);
+    for (std::size_t i : local_) tickets_[i] = done;
+  }
+  if (remotes_.empty()) return tickets_;
   const std::byte* from = nullptr;
   if (download_) {
     download_->submit(src_ready).wait();
@@ -56,10 +80,26 @@ void CrossDeviceCopy::run(std::span<const Ticket> src_ready) {
     for (const Ticket& t : src_ready) t.wait();
     from = src_.buffer->host().data() + src_.offset;
   }
-  std::byte* into = upload_ ? dst_staging_.host().data()
-                            : const_cast<Buffer*>(dst_.buffer)->host().data() + dst_.offset;
-  std::memcpy(into, from, src_.size());
-  if (upload_) upload_->submit().wait();
+  ++host_waits_;
+  for (std::size_t k = 0; k < remotes_.size(); ++k) {
+    Remote& r = remotes_[k];
+    tickets_[remote_[k]].wait();  // the last upload out of this staging buffer
+    std::byte* into = r.upload ? r.staging.host().data()
+                               : const_cast<Buffer*>(r.dst.buffer)->host().data() + r.dst.offset;
+    std::memcpy(into, from, src_.size());
+    tickets_[remote_[k]] = r.upload ? r.upload->submit() : Ticket{};
+  }
+  return tickets_;
+}
+
+void CrossDeviceCopy::run(std::span<const Ticket> src_ready) {
+  for (const Ticket& t : start(src_ready)) t.wait();
+}
+
+int CrossDeviceCopy::device_copies() const {
+  int copies = download_ ? 1 : 0;
+  for (const Remote& r : remotes_) copies += r.upload ? 1 : 0;
+  return copies + static_cast<int>(local_.size());
 }
 
 void copy_across(BufferRange src, BufferRange dst, std::span<const Ticket> src_ready) {

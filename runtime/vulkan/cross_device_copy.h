@@ -1,8 +1,10 @@
 #pragma once
 // Copies between buffers of two Devices through host memory.
 
+#include <cstdint>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "buffer.h"
 #include "stream.h"
@@ -10,33 +12,58 @@
 
 namespace vkt {
 
-/// Copies a range of a buffer on one Device into a same-sized range on another
-/// (or the same) Device: source -> source staging -> destination staging ->
-/// destination. Built once, run every step: the staging buffers and the
-/// recorded copy commands are reused. A mapped side skips its staging buffer and
-/// copy command, so between two lavapipe devices a run is one memcpy.
+/// Copies a range of a buffer on one Device into same-sized ranges on other
+/// Devices (or the same one): source -> source staging -> each destination's
+/// staging -> destination. Built once, run every step: the staging buffers and
+/// the recorded copy commands are reused. The source is read once however many
+/// destinations there are (a broadcast: the master's new weights to every
+/// tower). A mapped side skips its staging buffer and copy command, so between
+/// two lavapipe devices a run is one memcpy; a destination on the source's own
+/// Device is a device copy that never touches the host.
 ///
 ///   vkt::CrossDeviceCopy to_master(tower_grads, master_grads);
 ///   to_master.run({backward_ticket});   // every step
+///
+///   vkt::CrossDeviceCopy weights(master_weights, {tower0_weights, tower1_weights});
+///   std::span<const vkt::Ticket> uploaded = weights.start({update_ticket});
+///   tower1.run(uploaded.subspan(1, 1));  // the next step waits on the device
 class CrossDeviceCopy {
  public:
   /// Throws vkt::Error when the ranges differ in size or lie outside their buffers.
   CrossDeviceCopy(BufferRange src, BufferRange dst);
+  CrossDeviceCopy(BufferRange src, std::vector<BufferRange> dsts);
 
-  /// Copies now and returns when the destination holds the data. `src_ready`
-  /// are tickets (of the source's Device) for the work that writes the source.
+  /// Starts the copy and returns once the host's part is done (waiting for the
+  /// source where it passes through host memory): per destination, the ticket
+  /// (of that destination's Device) after which it holds the data, empty where
+  /// the host wrote it directly. `src_ready` are tickets of the source's Device
+  /// for the work that writes the source. The tickets stay valid until the next
+  /// start().
+  std::span<const Ticket> start(std::span<const Ticket> src_ready = {});
+  /// start() and wait: returns when every destination holds the data.
   void run(std::span<const Ticket> src_ready = {});
 
-  /// How many device copy commands a run records (0 when both sides are mapped).
-  int device_copies() const { return (download_ ? 1 : 0) + (upload_ ? 1 : 0); }
+  /// How many device copy commands a run records (0 when every side is mapped).
+  int device_copies() const;
+  /// Times start() has blocked the calling thread so far (for the benches).
+  std::uint64_t host_waits() const { return host_waits_; }
 
  private:
+  struct Remote {
+    BufferRange dst;
+    Buffer staging;                // when dst is not mapped
+    std::optional<Stream> upload;  // staging -> dst
+  };
   BufferRange src_;
-  BufferRange dst_;
+  std::vector<BufferRange> dsts_;
+  std::vector<std::size_t> local_;   // destinations on the source's Device
+  std::vector<std::size_t> remote_;  // the others, index into remotes_ by position
+  std::vector<Remote> remotes_;
+  std::optional<Stream> local_copy_;  // src -> every local destination, on the device
   Buffer src_staging_;
-  Buffer dst_staging_;
   std::optional<Stream> download_;  // src -> src_staging_
-  std::optional<Stream> upload_;    // dst_staging_ -> dst
+  std::vector<Ticket> tickets_;     // per destination, of the last start()
+  std::uint64_t host_waits_ = 0;
 };
 
 /// One-off CrossDeviceCopy(src, dst).run(src_ready).

@@ -170,6 +170,12 @@ Device::Queue& Device::queue(QueueKind kind) {
 }
 
 Ticket Device::submit(QueueKind kind, VkCommandBuffer commands, std::span<const Ticket> waits) {
+  return submit(kind, std::span<const VkCommandBuffer>(&commands, 1), waits);
+}
+
+Ticket Device::submit(QueueKind kind, std::span<const VkCommandBuffer> commands,
+                      std::span<const Ticket> waits) {
+  if (commands.empty()) throw Error("internal: a submit of no command buffers");
   Queue& q = queue(kind);
   std::vector<VkSemaphore> wait_semaphores;
   std::vector<std::uint64_t> wait_values;
@@ -185,30 +191,38 @@ Ticket Device::submit(QueueKind kind, VkCommandBuffer commands, std::span<const 
     wait_values.push_back(t.value);
     wait_stages.push_back(VK_PIPELINE_STAGE_ALL_COMMANDS_BIT);
   }
+  const std::size_t n = commands.size();
+  std::vector<std::uint64_t> signals(n);
+  std::vector<VkTimelineSemaphoreSubmitInfo> timelines(n);
+  std::vector<VkSubmitInfo> submits(n);
   std::lock_guard lock(*q.mutex);
-  const std::uint64_t signal = q.last_value + 1;
-  VkTimelineSemaphoreSubmitInfo timeline{};
-  timeline.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO;
-  timeline.waitSemaphoreValueCount = static_cast<std::uint32_t>(wait_values.size());
-  timeline.pWaitSemaphoreValues = wait_values.data();
-  timeline.signalSemaphoreValueCount = 1;
-  timeline.pSignalSemaphoreValues = &signal;
-  VkSubmitInfo submit{};
-  submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-  submit.pNext = &timeline;
-  submit.waitSemaphoreCount = static_cast<std::uint32_t>(wait_semaphores.size());
-  submit.pWaitSemaphores = wait_semaphores.data();
-  submit.pWaitDstStageMask = wait_stages.data();
-  submit.commandBufferCount = 1;
-  submit.pCommandBuffers = &commands;
-  submit.signalSemaphoreCount = 1;
-  submit.pSignalSemaphores = &q.timeline;
-  VKT_CHECK(vkQueueSubmit(q.queue, 1, &submit, VK_NULL_HANDLE));
-  q.last_value = signal;
+  for (std::size_t k = 0; k < n; ++k) {
+    signals[k] = q.last_value + 1 + k;
+    VkTimelineSemaphoreSubmitInfo& timeline = timelines[k];
+    timeline.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO;
+    timeline.signalSemaphoreValueCount = 1;
+    timeline.pSignalSemaphoreValues = &signals[k];
+    VkSubmitInfo& submit = submits[k];
+    submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+    submit.pNext = &timeline;
+    if (k == 0) {
+      timeline.waitSemaphoreValueCount = static_cast<std::uint32_t>(wait_values.size());
+      timeline.pWaitSemaphoreValues = wait_values.data();
+      submit.waitSemaphoreCount = static_cast<std::uint32_t>(wait_semaphores.size());
+      submit.pWaitSemaphores = wait_semaphores.data();
+      submit.pWaitDstStageMask = wait_stages.data();
+    }
+    submit.commandBufferCount = 1;
+    submit.pCommandBuffers = &commands[k];
+    submit.signalSemaphoreCount = 1;
+    submit.pSignalSemaphores = &q.timeline;
+  }
+  VKT_CHECK(vkQueueSubmit(q.queue, static_cast<std::uint32_t>(n), submits.data(), VK_NULL_HANDLE));
+  q.last_value = signals.back();
   return Ticket{this,
                 kind == QueueKind::Transfer && has_transfer_queue() ? QueueKind::Transfer
                                                                     : QueueKind::Compute,
-                signal};
+                signals.back()};
 }
 
 void Device::wait(const Ticket& ticket) const {

@@ -77,6 +77,12 @@ class Device {
   std::uint32_t queue_family(QueueKind kind) const { return queue(kind).family; }
   /// Submits one command buffer that waits for `waits` and returns its ticket.
   Ticket submit(QueueKind kind, VkCommandBuffer commands, std::span<const Ticket> waits);
+  /// Submits `commands` in order in one queue submission, the first waiting for
+  /// `waits`; each signals its own value, consecutive on the queue's timeline, so
+  /// command buffer k is done at ticket(last).value - (size - 1 - k). Returns the
+  /// last one's ticket.
+  Ticket submit(QueueKind kind, std::span<const VkCommandBuffer> commands,
+                std::span<const Ticket> waits);
   void wait(const Ticket& ticket) const;
   bool done(const Ticket& ticket) const;
 

@@ -36,21 +36,87 @@ Stream::Stream(Device& device, QueueKind queue) : device_(&device), queue_(queue
   VKT_CHECK(vkCreateCommandPool(vk, &pool_info, nullptr, &pool));
   pool_ = {vk, pool};
 
+  begin_commands();
+}
+
+void Stream::begin_commands() {
   VkCommandBufferAllocateInfo alloc{};
   alloc.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
-  alloc.commandPool = pool;
+  alloc.commandPool = pool_.get();
   alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   alloc.commandBufferCount = 1;
-  VKT_CHECK(vkAllocateCommandBuffers(vk, &alloc, &commands_buffer_));
+  VKT_CHECK(vkAllocateCommandBuffers(device_->vk_device(), &alloc, &commands_buffer_));
   VkCommandBufferBeginInfo begin{};
   begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
   // Replays may be queued while an earlier one still runs.
   begin.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
   VKT_CHECK(vkBeginCommandBuffer(commands_buffer_, &begin));
   // Orders this work after everything submitted before it on the queue, this
-  // stream's earlier replays included (a barrier's first scope reaches back
-  // across submissions).
+  // stream's earlier replays and segments included (a barrier's first scope
+  // reaches back across submissions).
   record_barrier(kWorkStages, kWorkAccess, /*counted=*/false);
+}
+
+std::size_t Stream::end_segment() {
+  check_recording("end a segment");
+  // What the segment wrote becomes visible to the host once its ticket is done
+  // (other queues see it through the semaphore).
+  record_barrier(VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT, /*counted=*/false);
+  VKT_CHECK(vkEndCommandBuffer(commands_buffer_));
+  segments_.push_back(commands_buffer_);
+  begin_commands();
+  return segments_.size() - 1;
+}
+
+std::size_t Stream::timestamp() {
+  constexpr std::uint32_t kCapacity = 16;
+  check_recording("record a timestamp");
+  if (!device_->info().timestamps) {
+    throw Error(fmt::format("device {} ({}) has no timestamp queries on its compute queue",
+                            device_->info().index, device_->info().name));
+  }
+  if (!queries_) {
+    VkQueryPoolCreateInfo info{};
+    info.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO;
+    info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    info.queryCount = kCapacity;
+    VkQueryPool pool = VK_NULL_HANDLE;
+    VKT_CHECK(vkCreateQueryPool(device_->vk_device(), &info, nullptr, &pool));
+    queries_ = {device_->vk_device(), pool};
+  }
+  if (timestamps_ == kCapacity) {
+    throw Error(fmt::format("a stream records at most {} timestamps", kCapacity));
+  }
+  // Reset and written by every replay, so each submission measures itself.
+  vkCmdResetQueryPool(commands_buffer_, queries_.get(), timestamps_, 1);
+  vkCmdWriteTimestamp(commands_buffer_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_.get(),
+                      timestamps_);
+  return timestamps_++;
+}
+
+double Stream::elapsed_ns(std::size_t from, std::size_t to) const {
+  if (from >= timestamps_ || to >= timestamps_) {
+    throw Error(fmt::format("elapsed_ns: timestamps {} and {} of {}", from, to, timestamps_));
+  }
+  last_.wait();
+  std::uint64_t values[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    VKT_CHECK(vkGetQueryPoolResults(device_->vk_device(), queries_.get(),
+                                    static_cast<std::uint32_t>(k == 0 ? from : to), 1,
+                                    sizeof(std::uint64_t), &values[k], sizeof(std::uint64_t),
+                                    VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
+  }
+  return static_cast<double>(values[1] - values[0]) * device_->info().timestamp_period_ns;
+}
+
+Ticket Stream::segment_ticket(std::size_t k) const {
+  if (k >= segment_count()) {
+    throw Error(fmt::format("segment_ticket: segment {} of a stream of {}", k, segment_count()));
+  }
+  if (last_.device == nullptr) return last_;
+  Ticket t = last_;
+  t.value -= segment_count() - 1 - k;
+  return t;
 }
 
 Stream::~Stream() {
@@ -74,6 +140,9 @@ Stream& Stream::operator=(Stream&& other) noexcept {
     views_ = std::move(other.views_);
     pool_ = std::move(other.pool_);
     commands_buffer_ = std::exchange(other.commands_buffer_, VK_NULL_HANDLE);
+    segments_ = std::move(other.segments_);
+    queries_ = std::move(other.queries_);
+    timestamps_ = other.timestamps_;
     pending_ = std::move(other.pending_);
     last_ = std::exchange(other.last_, {});
     commands_ = other.commands_;
@@ -364,8 +433,9 @@ Ticket Stream::submit(std::span<const Ticket> waits) {
     record_barrier(VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT, /*counted=*/false);
     VKT_CHECK(vkEndCommandBuffer(commands_buffer_));
     ended_ = true;
+    segments_.push_back(commands_buffer_);  // every segment, in order
   }
-  last_ = device_->submit(queue_, commands_buffer_, waits);
+  last_ = device_->submit(queue_, std::span<const VkCommandBuffer>(segments_), waits);
   return last_;
 }
 

@@ -74,6 +74,25 @@ class Stream {
   /// Records a full barrier whatever the hazards (rarely needed).
   void barrier();
 
+  /// Ends the current segment. A submit sends every segment as its own batch,
+  /// in order, each with its own ticket (segment_ticket()), so the host or another
+  /// queue may take what a segment wrote while the later ones still run: how a
+  /// step's backward pass hands over each gradient bucket as soon as it is
+  /// written. Returns the index of the segment just ended.
+  std::size_t end_segment();
+  /// Segments so far (the one being recorded included).
+  std::size_t segment_count() const { return segments_.size() + (ended_ ? 0 : 1); }
+  /// The ticket of segment `k` in the last submission (empty before one).
+  Ticket segment_ticket(std::size_t k) const;
+
+  /// Records a timestamp taken when every command recorded before it is done
+  /// (at most 16 per stream; the Device must have DeviceInfo::timestamps).
+  /// Returns its index for timestamps_ns().
+  std::size_t timestamp();
+  /// Nanoseconds between timestamp `from` and timestamp `to` in the last
+  /// submission; waits for it. How long the device spent on the work between them.
+  double elapsed_ns(std::size_t from, std::size_t to) const;
+
   /// Ends recording on first use and submits; the ticket completes when the work
   /// is done. `waits` are tickets of this Device (other queue included) that the
   /// work must wait for on the device. Recording after a submit is an error.
@@ -107,7 +126,11 @@ class Stream {
   detail::DeviceHandle<VkCommandPool, vkDestroyCommandPool> pool_;
   std::vector<detail::DeviceHandle<VkDescriptorPool, vkDestroyDescriptorPool>> descriptor_pools_;
   std::vector<detail::DeviceHandle<VkBufferView, vkDestroyBufferView>> views_;
-  VkCommandBuffer commands_buffer_ = VK_NULL_HANDLE;  // freed with pool_
+  detail::DeviceHandle<VkQueryPool, vkDestroyQueryPool> queries_;
+  std::uint32_t timestamps_ = 0;
+  VkCommandBuffer commands_buffer_ = VK_NULL_HANDLE;  // freed with pool_; the last segment
+  std::vector<VkCommandBuffer> segments_;             // the ended segments before it
+  void begin_commands();
   std::vector<Access> pending_;
   Ticket last_;
   std::size_t commands_ = 0;
