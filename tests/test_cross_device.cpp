@@ -67,3 +67,43 @@ TEST_CASE("copy_across checks its ranges before touching anything") {
   vkt::copy_across(vkt::BufferRange(src, 0, 32), dst);
   CHECK(dst.download<std::uint32_t>() == std::vector<std::uint32_t>(8, 0xC0FFEEu));
 }
+
+TEST_CASE("a broadcast reads its source once and fills every destination") {
+  const bool src_staged = GENERATE(false, true);
+  INFO("source staged " << src_staged);
+  vkt::Instance instance;
+  vkt::Device a(instance, 0, vkt::DeviceOptions{.force_staging = src_staged});
+  vkt::Device b(instance, 0, vkt::DeviceOptions{.force_staging = false});
+  vkt::Device c(instance, 0, vkt::DeviceOptions{.force_staging = true});
+  const std::size_t n = 777;
+  const std::vector<float> x = vkt::test::random_floats(n, 5);
+  vkt::Buffer src(a, n * sizeof(float));
+  src.upload(x);
+  vkt::Buffer same(a, n * sizeof(float));  // on the source's own Device: a device copy
+  vkt::Buffer mapped(b, n * sizeof(float));
+  vkt::Buffer staged(c, (n + 4) * sizeof(float));
+  vkt::CrossDeviceCopy broadcast(
+      src, {same, mapped, vkt::BufferRange(staged, 4 * sizeof(float), n * sizeof(float))});
+  // 1 device copy on `a`, a download where the source is staged, an upload to `c`.
+  CHECK(broadcast.device_copies() == 1 + int{src_staged} + 1);
+  for (int run = 1; run <= 2; ++run) {
+    const std::span<const vkt::Ticket> arrived = broadcast.start();
+    REQUIRE(arrived.size() == 3);
+    CHECK(arrived[0].device == &a);
+    CHECK(arrived[1].device == nullptr);  // the host wrote it
+    CHECK(arrived[2].device == &c);
+    for (const vkt::Ticket& t : arrived) t.wait();
+    CHECK(broadcast.host_waits() == static_cast<std::uint64_t>(run));  // one read per run
+  }
+  CHECK(same.download<float>() == x);
+  CHECK(mapped.download<float>() == x);
+  const std::vector<float> out = staged.download<float>();
+  CHECK(std::vector<float>(out.begin() + 4, out.end()) == x);
+
+  // Only the source's own Device: nothing passes through the host.
+  vkt::CrossDeviceCopy local(src, vkt::BufferRange(same));
+  local.run();
+  CHECK(local.host_waits() == 0);
+  CHECK_THROWS_WITH(vkt::CrossDeviceCopy(src, std::vector<vkt::BufferRange>{}),
+                    Contains("no destination"));
+}

@@ -135,3 +135,51 @@ TEST_CASE("stream misuse is a vkt::Error naming the problem") {
   stream.run();
   CHECK_THAT(vkt::test::error_of([&] { stream.fill(a, 0); }), Contains("already submitted"));
 }
+
+TEST_CASE("a segmented stream signals each segment's ticket, in order, and times itself") {
+  vkt::Instance instance;
+  vkt::Device device(instance, 0);
+  const std::uint32_t n = 1031;
+  const std::vector<float> x = small_integers(n, 2);
+  vkt::Buffer bx(device, n * sizeof(float));
+  vkt::Buffer a(device, n * sizeof(float));
+  vkt::Buffer b(device, n * sizeof(float));
+  bx.upload(x);
+  a.upload(std::vector<float>(n, 0.0f));
+  b.upload(std::vector<float>(n, 0.0f));
+  const vkt::Kernel& saxpy = device.kernel({.shader = "saxpy", .local_size = {256, 1, 1}});
+  vkt::Stream step(device);
+  const bool timed = device.info().timestamps;
+  if (timed) CHECK(step.timestamp() == 0);
+  step.dispatch(saxpy, {bx, a}, SaxpyParams{1.0f, n}, vkt::Stream::groups_for(saxpy, n));
+  CHECK(step.end_segment() == 0);
+  // Reads what segment 0 wrote: the barrier at the new segment's start orders it.
+  step.dispatch(saxpy, {a, b}, SaxpyParams{2.0f, n}, vkt::Stream::groups_for(saxpy, n));
+  CHECK(step.end_segment() == 1);
+  step.dispatch(saxpy, {b, a}, SaxpyParams{1.0f, n}, vkt::Stream::groups_for(saxpy, n));
+  if (timed) CHECK(step.timestamp() == 1);
+  CHECK(step.segment_count() == 3);
+
+  for (int replay = 1; replay <= 2; ++replay) {
+    const vkt::Ticket last = step.submit();
+    const vkt::Ticket first = step.segment_ticket(0);
+    CHECK(first.value + 2 == last.value);
+    CHECK(step.segment_ticket(1).value + 1 == last.value);
+    CHECK(step.segment_ticket(2).value == last.value);
+    first.wait();  // segment 0 done: `a` holds what it wrote (the host may read it now)
+    last.wait();
+    if (timed) CHECK(step.elapsed_ns(0, 1) >= 0.0);
+  }
+  // a += x; b += 2a; a += b, twice over (exact: small integers).
+  std::vector<float> ea(n, 0.0f), eb(n, 0.0f);
+  for (int replay = 0; replay < 2; ++replay) {
+    for (std::uint32_t i = 0; i < n; ++i) {
+      ea[i] += x[i];
+      eb[i] += 2.0f * ea[i];
+      ea[i] += eb[i];
+    }
+  }
+  CHECK(a.download<float>() == ea);
+  CHECK(b.download<float>() == eb);
+  CHECK_THROWS_WITH(step.segment_ticket(3), Contains("segment 3"));
+}

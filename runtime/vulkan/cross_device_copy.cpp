@@ -31,13 +31,13 @@ CrossDeviceCopy::CrossDeviceCopy(BufferRange src, std::vector<BufferRange> dsts)
     : src_(src), dsts_(std::move(dsts)) {
   check(src_, "source");
   if (dsts_.empty()) throw Error("cross-device copy: no destination given");
-  for (const BufferRange& dst : dsts_) {
-    check(dst, "destination");
-    if (src_.size() != dst.size()) {
-      throw Error(
-          fmt::format("cross-device copy: the source holds {} bytes but a destination {}; "
-                      "give ranges of the same size",
-                      src_.size(), dst.size()));
+  for (std::size_t i = 0; i < dsts_.size(); ++i) {
+    check(dsts_[i], "destination");
+    if (src_.size() != dsts_[i].size()) {
+      throw Error(fmt::format(
+          "cross-device copy: the source holds {} bytes but the destination{} {}; give ranges "
+          "of the same size",
+          src_.size(), dsts_.size() == 1 ? "" : fmt::format(" {}", i), dsts_[i].size()));
     }
   }
   Device& from = src_.buffer->device();

@@ -54,7 +54,21 @@ void Stream::begin_commands() {
   // Orders this work after everything submitted before it on the queue, this
   // stream's earlier replays and segments included (a barrier's first scope
   // reaches back across submissions).
-  record_barrier(kWorkStages, kWorkAccess, /*counted=*/false);
+  record_barrier(work_stages(), work_access(), /*counted=*/false);
+}
+
+bool Stream::transfer_only() const {
+  return queue_ == QueueKind::Transfer && device_->has_transfer_queue();
+}
+
+// A dedicated transfer queue supports neither the compute stage nor shader
+// accesses in its barriers.
+VkPipelineStageFlags Stream::work_stages() const {
+  return transfer_only() ? VK_PIPELINE_STAGE_TRANSFER_BIT : kWorkStages;
+}
+
+VkAccessFlags Stream::work_access() const {
+  return transfer_only() ? VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT : kWorkAccess;
 }
 
 std::size_t Stream::end_segment() {
@@ -184,9 +198,9 @@ void Stream::record_barrier(VkPipelineStageFlags dst_stage, VkAccessFlags dst_ac
                             bool counted) {
   VkMemoryBarrier barrier{};
   barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-  barrier.srcAccessMask = kWorkWrites;
+  barrier.srcAccessMask = transfer_only() ? VK_ACCESS_TRANSFER_WRITE_BIT : kWorkWrites;
   barrier.dstAccessMask = dst_access;
-  vkCmdPipelineBarrier(commands_buffer_, kWorkStages, dst_stage, 0, 1, &barrier, 0, nullptr, 0,
+  vkCmdPipelineBarrier(commands_buffer_, work_stages(), dst_stage, 0, 1, &barrier, 0, nullptr, 0,
                        nullptr);
   if (counted) ++barriers_;
   pending_.clear();
@@ -202,7 +216,7 @@ void Stream::order(std::span<const Access> accesses) {
       }
     }
   }
-  if (hazard) record_barrier(kWorkStages, kWorkAccess);
+  if (hazard) record_barrier(work_stages(), work_access());
   pending_.insert(pending_.end(), accesses.begin(), accesses.end());
 }
 
@@ -423,7 +437,7 @@ void Stream::fill(BufferRange dst, std::uint32_t word) {
 
 void Stream::barrier() {
   check_recording("record a barrier");
-  record_barrier(kWorkStages, kWorkAccess);
+  record_barrier(work_stages(), work_access());
 }
 
 Ticket Stream::submit(std::span<const Ticket> waits) {

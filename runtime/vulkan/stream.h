@@ -131,6 +131,9 @@ class Stream {
   VkCommandBuffer commands_buffer_ = VK_NULL_HANDLE;  // freed with pool_; the last segment
   std::vector<VkCommandBuffer> segments_;             // the ended segments before it
   void begin_commands();
+  bool transfer_only() const;
+  VkPipelineStageFlags work_stages() const;
+  VkAccessFlags work_access() const;
   std::vector<Access> pending_;
   Ticket last_;
   std::size_t commands_ = 0;
