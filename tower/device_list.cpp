@@ -49,7 +49,8 @@ std::vector<std::uint32_t> device_list_from_environment(const Instance& instance
           fallback.empty() ? choose_default_devices(instance.devices()).devices : fallback;
       detail::log().info(
           "VKT_DEVICES='{}' overrides the program's device choice ({}{}): towers on devices {}",
-          env, fallback.empty() ? "the default, " : "", fmt::join(program, ","),
+          env, fallback.empty() ? "the default, " : "",
+          program.empty() ? "no usable device" : fmt::format("{}", fmt::join(program, ",")),
           named(chosen, instance));
     }
     return chosen;
