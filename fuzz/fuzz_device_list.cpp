@@ -27,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const std::string_view spec(reinterpret_cast<const char*>(data + 1 + count), size - 1 - count);
   std::string_view keyword = spec;
-  while (!keyword.empty() && (keyword.front() == ' ' || keyword.front() == '\t')) {
+  while (!keyword.empty() && std::isspace(static_cast<unsigned char>(keyword.front()))) {
     keyword.remove_prefix(1);
   }
   try {
