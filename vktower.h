@@ -47,6 +47,7 @@
 #include "optimizers/tower_optimizer.h"
 
 // Towers and the Estimator.
+#include "tower/device_choice.h"
 #include "tower/device_list.h"
 #include "tower/estimator.h"
 #include "tower/hooks.h"

@@ -25,7 +25,9 @@ struct SampleFlags {
 
 /// Adds the shared flags to `app`, with `flags` holding the sample's defaults.
 inline void add_sample_flags(CLI::App& app, SampleFlags& flags, const char* seed_meaning) {
-  app.add_option("--devices", flags.devices, "devices, e.g. 0,0 or all (VKT_DEVICES overrides)")
+  app.add_option("--devices", flags.devices,
+                 "all|gpu|cpu|list: all = every GPU, the CPU only without one; a list like 0,0 "
+                 "runs one tower per entry (VKT_DEVICES overrides)")
       ->capture_default_str();
   app.add_option("--model-dir", flags.model_dir,
                  "checkpoints and metrics.csv; resumes from it (default: a new temporary dir)");

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The demo: installs what is missing, builds Release, and runs the main program
-# (vkt-digits: an MLP trained on the UCI digits on every Vulkan device, then
+# (vkt-digits: an MLP trained on the UCI digits on every GPU (lavapipe without one), then
 # evaluated; `--devices 0,0` runs two towers on device 0, `--help` lists the flags).
 # Arguments are passed to the program. The model directory is build/vkt-digits-model
 # unless --model-dir is given: run the demo again and it resumes from there.

@@ -1,5 +1,5 @@
 #pragma once
-// replicate_model_fn: one model function, every Vulkan device.
+// replicate_model_fn: one model function, every GPU (or the devices named).
 
 #include <cstdint>
 #include <optional>
@@ -36,9 +36,11 @@ enum class ConsolidationPlacement { Auto, OnTowerDevice, SeparateDevice };
 
 struct ReplicateOptions {
   LossReduction loss_reduction = LossReduction::SumByNonzeroWeights;
-  /// Indices into the instance's devices, may repeat; empty = every device.
-  /// VKT_DEVICES, when set, replaces the list (any program moves to another
-  /// device set without recompiling).
+  /// Indices into the instance's devices, may repeat and mix GPUs and CPU
+  /// devices; empty = the default choice (choose_default_devices: every usable
+  /// GPU, the CPU devices only when there is none). VKT_DEVICES, when set,
+  /// replaces the list (any program moves to another device set without
+  /// recompiling) and the run logs once that it did.
   std::vector<std::uint32_t> devices{};
   VariableMode variable_mode = VariableMode::SharedLocalParameterServer;
   /// Device index of the consolidation device; default: the first tower's.

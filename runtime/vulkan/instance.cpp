@@ -199,19 +199,4 @@ std::uint64_t Instance::process_validation_messages() {
   return g_process_messages.load();
 }
 
-std::string_view to_string(DeviceType type) {
-  switch (type) {
-    case DeviceType::IntegratedGpu:
-      return "integrated GPU";
-    case DeviceType::DiscreteGpu:
-      return "discrete GPU";
-    case DeviceType::VirtualGpu:
-      return "virtual GPU";
-    case DeviceType::Cpu:
-      return "CPU";
-    default:
-      return "other";
-  }
-}
-
 }  // namespace vkt

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <vktower/tower/device_choice.h>
 #include <vktower/vktower.h>
 #include <cstdio>
 
@@ -70,9 +71,13 @@ int main(int argc, char** argv) {
     fmt::print("vktower {} found {} Vulkan device{}{}\n\n", vkt::version(), devices.size(),
                devices.size() == 1 ? "" : "s",
                instance.validation_enabled() ? " (validation layer on)" : "");
+    // Which devices a run with no devices given (--devices all, VKT_DEVICES unset) takes.
+    const vkt::DeviceChoice choice = vkt::choose_default_devices(devices);
     int failures = 0;
     for (const vkt::DeviceInfo& info : devices) {
       print_device(info);
+      const vkt::DeviceVerdict& verdict = choice.verdicts[info.index];
+      fmt::print("    {:<15}{} ({})\n", "default run", verdict.used ? "yes" : "no", verdict.reason);
       if (!info.unusable_reason.empty()) {
         fmt::print("    {:<15}unusable: it {}\n", "self-test", info.unusable_reason);
         ++failures;

@@ -79,7 +79,9 @@ int main(int argc, char** argv) {
   std::uint64_t seed = 0;
   std::string reduction = "sum_by_nonzero_weights";
   std::string model_dir;
-  app.add_option("--devices", devices, "devices, e.g. 0,0 or all (VKT_DEVICES overrides)")
+  app.add_option("--devices", devices,
+                 "all|gpu|cpu|list: all = every GPU, the CPU only without one; a list like 0,0 "
+                 "runs one tower per entry (VKT_DEVICES overrides)")
       ->capture_default_str();
   app.add_option("--steps", steps, "training steps (more, when resuming)")
       ->capture_default_str()
