@@ -6,7 +6,7 @@
 
 #include "detail/vk_check.h"
 #include "error.h"
-#include "stream.h"
+#include "host_transfer.h"
 
 namespace vkt {
 
@@ -114,11 +114,7 @@ void Buffer::upload(std::span<const std::byte> bytes, std::size_t offset) {
     std::memcpy(host().data() + offset, bytes.data(), bytes.size());
     return;
   }
-  Buffer staging(*device_, bytes.size(), BufferKind::Staging);
-  std::memcpy(staging.host().data(), bytes.data(), bytes.size());
-  Stream stream(*device_, QueueKind::Transfer);
-  stream.copy(staging, BufferRange(*this, offset, bytes.size()));
-  stream.submit().wait();
+  device_->host_transfer().upload(*this, offset, bytes);
 }
 
 void Buffer::download(std::span<std::byte> bytes, std::size_t offset) const {
@@ -128,11 +124,7 @@ void Buffer::download(std::span<std::byte> bytes, std::size_t offset) const {
     std::memcpy(bytes.data(), host().data() + offset, bytes.size());
     return;
   }
-  Buffer staging(*device_, bytes.size(), BufferKind::Staging);
-  Stream stream(*device_, QueueKind::Transfer);
-  stream.copy(BufferRange(*this, offset, bytes.size()), staging);
-  stream.submit().wait();
-  std::memcpy(bytes.data(), staging.host().data(), bytes.size());
+  device_->host_transfer().download(*this, offset, bytes);
 }
 
 }  // namespace vkt

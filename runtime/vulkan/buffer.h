@@ -51,8 +51,9 @@ class Buffer {
   std::span<const std::byte> host() const;
 
   /// Host -> buffer at `offset`, and back. Synchronous: a memcpy where the buffer
-  /// is mapped, otherwise a staging buffer and a copy command. Call them only when
-  /// no submitted work is writing the buffer.
+  /// is mapped, otherwise copy commands through the Device's reused staging
+  /// buffer (HostTransfer), so repeated transfers allocate nothing. Call them
+  /// only when no submitted work is writing the buffer.
   void upload(std::span<const std::byte> bytes, std::size_t offset = 0);
   void download(std::span<std::byte> bytes, std::size_t offset = 0) const;
 

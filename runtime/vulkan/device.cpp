@@ -11,6 +11,7 @@
 #include "detail/query_device.h"
 #include "detail/vk_check.h"
 #include "error.h"
+#include "host_transfer.h"
 #include "instance.h"
 #include "kernel.h"
 
@@ -42,8 +43,20 @@ DeviceOptions DeviceOptions::from_environment() {
   return options;
 }
 
+std::string to_string(const DeviceObjectCounts& c) {
+  return fmt::format(
+      "memory allocations {}, command pools {}, command buffers {}, descriptor pools {}, "
+      "buffer views {}, pipelines {}",
+      c.memory_allocations, c.command_pools, c.command_buffers, c.descriptor_pools, c.buffer_views,
+      c.pipelines);
+}
+
 Device::Device(Instance& instance, std::uint32_t index, DeviceOptions options)
     : instance_(&instance), info_(instance.device(index)), options_(options) {
+  if (options_.staging_chunk_bytes == 0) {
+    throw Error(
+        "DeviceOptions::staging_chunk_bytes is 0: give at least 1 byte (the default is 64 MiB)");
+  }
   if (!info_.unusable_reason.empty()) {
     throw Error(fmt::format("device {} ({}) cannot run vktower: it {}", index, info_.name,
                             info_.unusable_reason));
@@ -135,6 +148,7 @@ Device::~Device() {
 void Device::release() {
   if (device_ == VK_NULL_HANDLE) return;
   vkDeviceWaitIdle(device_);
+  host_transfer_.reset();
   kernels_.clear();
   if (pipeline_cache_ != VK_NULL_HANDLE) vkDestroyPipelineCache(device_, pipeline_cache_, nullptr);
   for (Queue* q : {&compute_, &transfer_}) {
@@ -152,6 +166,30 @@ const Kernel& Device::kernel(const KernelDesc& desc) {
   if (found != kernels_.end()) return *found->second;
   auto made = std::make_unique<Kernel>(*this, desc);
   return *kernels_.emplace(key, std::move(made)).first->second;
+}
+
+DeviceObjectCounts Device::object_counts() const {
+  const auto created = [&](DeviceObject kind) {
+    return created_[static_cast<std::size_t>(kind)].load();
+  };
+  return {.memory_allocations = allocations_.load(),
+          .command_pools = created(DeviceObject::CommandPool),
+          .command_buffers = created(DeviceObject::CommandBuffer),
+          .descriptor_pools = created(DeviceObject::DescriptorPool),
+          .buffer_views = created(DeviceObject::BufferView),
+          .pipelines = created(DeviceObject::Pipeline)};
+}
+
+void Device::count_created(DeviceObject kind) {
+  created_[static_cast<std::size_t>(kind)].fetch_add(1);
+}
+
+HostTransfer& Device::host_transfer() {
+  std::lock_guard lock(host_transfer_mutex_);
+  if (!host_transfer_) {
+    host_transfer_ = std::make_unique<HostTransfer>(*this, options_.staging_chunk_bytes);
+  }
+  return *host_transfer_;
 }
 
 void Device::wait_idle() {

@@ -4,6 +4,7 @@
 #include <vulkan/vulkan_core.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -16,6 +17,7 @@
 
 namespace vkt {
 
+class HostTransfer;
 class Instance;
 class Kernel;
 struct KernelDesc;
@@ -26,9 +28,32 @@ struct DeviceOptions {
   /// so that uploads, downloads and cross-device copies take the staged path with
   /// copy commands that a discrete GPU needs. For testing that path on lavapipe.
   bool force_staging = false;
+  /// The most bytes one host transfer of an unmapped buffer stages at once; a
+  /// larger upload or download goes through in pieces of this size, so the
+  /// reused staging buffer never exceeds it. At least 1.
+  std::size_t staging_chunk_bytes = std::size_t{64} << 20;
 
   static DeviceOptions from_environment();
 };
+
+/// Vulkan objects the runtime has made on a Device so far. Counted as they are
+/// made and never decreased, so equal counts before and after a piece of work
+/// prove it made nothing (a replayed step, an evaluation batch, a loss read).
+struct DeviceObjectCounts {
+  std::uint64_t memory_allocations = 0;  ///< vkAllocateMemory: every Buffer, staging included
+  std::uint64_t command_pools = 0;       ///< one per Stream, one for host transfers
+  std::uint64_t command_buffers = 0;     ///< likewise
+  std::uint64_t descriptor_pools = 0;    ///< Streams make one per 64 dispatches
+  std::uint64_t buffer_views = 0;        ///< texel-buffer bindings of recorded dispatches
+  std::uint64_t pipelines = 0;           ///< Kernels, built once per Device and cached
+
+  bool operator==(const DeviceObjectCounts&) const = default;
+};
+/// "memory 3, command pools 2, ..." for test messages.
+std::string to_string(const DeviceObjectCounts& counts);
+
+/// The kinds of DeviceObjectCounts that runtime/vulkan counts as it makes them.
+enum class DeviceObject { CommandPool, CommandBuffer, DescriptorPool, BufferView, Pipeline };
 
 /// One logical device: a compute queue, a dedicated transfer queue where the
 /// hardware has one, memory allocation and a per-device pipeline cache. Several
@@ -68,6 +93,9 @@ class Device {
   /// step that is only replayed must leave allocation_count() unchanged.
   std::uint64_t allocation_count() const { return allocations_.load(); }
   std::uint64_t allocated_bytes() const { return allocated_bytes_.load(); }
+  /// Every kind of Vulkan object made so far (memory allocations included): a
+  /// step that allocates nothing leaves all of them unchanged.
+  DeviceObjectCounts object_counts() const;
 
   // ---- runtime/vulkan internals and interop; users do not need these ----
   VkDevice vk_device() const { return device_; }
@@ -96,6 +124,11 @@ class Device {
   Allocation allocate(const VkMemoryRequirements& requirements, bool host_visible,
                       const std::string& what);
   void free(Allocation& allocation);
+  /// Counts an object of `kind` that runtime/vulkan made on this device.
+  void count_created(DeviceObject kind);
+  /// Host transfers of unmapped buffers (Buffer::upload/download): made on
+  /// first use, reused by every later transfer, destroyed before the device.
+  HostTransfer& host_transfer();
 
  private:
   struct Queue {
@@ -127,6 +160,9 @@ class Device {
   std::map<std::string, std::unique_ptr<Kernel>> kernels_;
   std::atomic<std::uint64_t> allocations_{0};
   std::atomic<std::uint64_t> allocated_bytes_{0};
+  std::atomic<std::uint64_t> created_[5] = {};  // by DeviceObject
+  std::mutex host_transfer_mutex_;
+  std::unique_ptr<HostTransfer> host_transfer_;
 };
 
 }  // namespace vkt

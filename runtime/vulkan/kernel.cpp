@@ -157,6 +157,7 @@ Kernel::Kernel(Device& device, const KernelDesc& desc)
   VKT_CHECK(vkCreateComputePipelines(vk, device.vk_pipeline_cache(), 1, &pipeline_info, nullptr,
                                      &pipeline));
   pipeline_ = {vk, pipeline};
+  device.count_created(DeviceObject::Pipeline);
   detail::log().debug("kernel '{}' built on device {} ({}x{}x{}, {} buffers, {} push bytes)", name_,
                       info.index, local_size_[0], local_size_[1], local_size_[2],
                       shader_.bindings.size(), shader_.push_constant_bytes);

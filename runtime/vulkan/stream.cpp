@@ -35,6 +35,7 @@ Stream::Stream(Device& device, QueueKind queue) : device_(&device), queue_(queue
   VkCommandPool pool = VK_NULL_HANDLE;
   VKT_CHECK(vkCreateCommandPool(vk, &pool_info, nullptr, &pool));
   pool_ = {vk, pool};
+  device.count_created(DeviceObject::CommandPool);
 
   begin_commands();
 }
@@ -46,6 +47,7 @@ void Stream::begin_commands() {
   alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   alloc.commandBufferCount = 1;
   VKT_CHECK(vkAllocateCommandBuffers(device_->vk_device(), &alloc, &commands_buffer_));
+  device_->count_created(DeviceObject::CommandBuffer);
   VkCommandBufferBeginInfo begin{};
   begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
   // Replays may be queued while an earlier one still runs.
@@ -250,6 +252,7 @@ VkDescriptorSet Stream::allocate_set(VkDescriptorSetLayout layout) {
   VkDescriptorPool pool = VK_NULL_HANDLE;
   VKT_CHECK(vkCreateDescriptorPool(vk, &pool_info, nullptr, &pool));
   descriptor_pools_.emplace_back(vk, pool);
+  device_->count_created(DeviceObject::DescriptorPool);
   info.descriptorPool = pool;
   VKT_CHECK(vkAllocateDescriptorSets(vk, &info, &set));
   return set;
@@ -340,6 +343,7 @@ void Stream::dispatch(const Kernel& kernel, std::span<const BufferRange> buffers
     view_info.range = infos[i].range;
     VKT_CHECK(vkCreateBufferView(device_->vk_device(), &view_info, nullptr, &views[i]));
     views_.emplace_back(device_->vk_device(), views[i]);
+    device_->count_created(DeviceObject::BufferView);
   }
 
   const VkDescriptorSet set = allocate_set(kernel.vk_set_layout());
