@@ -66,7 +66,7 @@ bool Stream::transfer_only() const {
 // A dedicated transfer queue supports neither the compute stage nor shader
 // accesses in its barriers.
 VkPipelineStageFlags Stream::work_stages() const {
-  return transfer_only() ? VK_PIPELINE_STAGE_TRANSFER_BIT : kWorkStages;
+  return transfer_only() ? VkPipelineStageFlags{VK_PIPELINE_STAGE_TRANSFER_BIT} : kWorkStages;
 }
 
 VkAccessFlags Stream::work_access() const {
@@ -200,7 +200,8 @@ void Stream::record_barrier(VkPipelineStageFlags dst_stage, VkAccessFlags dst_ac
                             bool counted) {
   VkMemoryBarrier barrier{};
   barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-  barrier.srcAccessMask = transfer_only() ? VK_ACCESS_TRANSFER_WRITE_BIT : kWorkWrites;
+  barrier.srcAccessMask =
+      transfer_only() ? VkAccessFlags{VK_ACCESS_TRANSFER_WRITE_BIT} : kWorkWrites;
   barrier.dstAccessMask = dst_access;
   vkCmdPipelineBarrier(commands_buffer_, work_stages(), dst_stage, 0, 1, &barrier, 0, nullptr, 0,
                        nullptr);
