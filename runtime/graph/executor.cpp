@@ -129,6 +129,19 @@ void Executor::plan(const std::vector<int>& order) {
     }
   }
   for (const Tensor& f : fetches_) touched.insert(f.id());
+  // Ops bind a tensor whole; only arenas (optimizers, global norm) are split into
+  // windows, so a tensor past the device's storage-buffer range cannot run.
+  for (int id : touched) {
+    const std::uint64_t limit = g.device().max_storage_buffer_range();
+    if (bytes_of(id) > limit) {
+      const Tensor t(graph_, id);
+      throw Error(fmt::format(
+          "tensor '{}' {} holds {} bytes, more than the device's max storage buffer range "
+          "of {} bytes, which one kernel binding can take; use smaller tensors (e.g. split "
+          "the layer) or a device with a larger limit",
+          t.name(), t.shape().str(), bytes_of(id), limit));
+    }
+  }
 
   std::size_t feed_bytes = kStepParamsBytes, grad_bytes = 0, const_bytes = 0;
   params_offset_ = 0;
