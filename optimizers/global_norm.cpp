@@ -34,6 +34,7 @@ class GlobalNormOp final : public Op {
  public:
   explicit GlobalNormOp(std::size_t tensors) : tensors_(tensors) {}
   std::string type() const override { return "global_norm"; }
+  bool windows_input(std::size_t) const override { return true; }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const Buffer& grads = *ctx.buffer(in[0]).buffer;
     std::vector<WindowSegment> segments;

@@ -129,18 +129,24 @@ void Executor::plan(const std::vector<int>& order) {
     }
   }
   for (const Tensor& f : fetches_) touched.insert(f.id());
-  // Ops bind a tensor whole; only arenas (optimizers, global norm) are split into
-  // windows, so a tensor past the device's storage-buffer range cannot run.
-  for (int id : touched) {
-    const std::uint64_t limit = g.device().max_storage_buffer_range();
-    if (bytes_of(id) > limit) {
-      const Tensor t(graph_, id);
+  // Most ops bind a tensor whole: one past the device's storage-buffer range can
+  // run only as the input of an op that binds windows of it (Op::windows_input).
+  const std::uint64_t limit = g.device().max_storage_buffer_range();
+  for (int index : order) {
+    const Node& node = g.nodes()[index];
+    if (node.op->view_offset()) continue;  // records nothing
+    const auto check = [&](const Tensor& t, bool windowed) {
+      if (windowed || bytes_of(t.id()) <= limit) return;
       throw Error(fmt::format(
           "tensor '{}' {} holds {} bytes, more than the device's max storage buffer range "
-          "of {} bytes, which one kernel binding can take; use smaller tensors (e.g. split "
-          "the layer) or a device with a larger limit",
-          t.name(), t.shape().str(), bytes_of(id), limit));
+          "of {} bytes, which {} binds whole; use smaller tensors (e.g. split the layer) or "
+          "a device with a larger limit",
+          t.name(), t.shape().str(), bytes_of(t.id()), limit, node.op->type()));
+    };
+    for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+      check(node.inputs[i], node.op->windows_input(i));
     }
+    check(node.output, false);
   }
 
   std::size_t feed_bytes = kStepParamsBytes, grad_bytes = 0, const_bytes = 0;
