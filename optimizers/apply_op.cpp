@@ -91,6 +91,9 @@ std::uint64_t part_units(const WindowPart& part, const std::vector<WindowSegment
 class GradientCopyOp final : public Op {
  public:
   std::string type() const override { return "gradient_copy"; }
+  // A copy command, not a binding: no range limit.
+  bool windows_input(std::size_t) const override { return true; }
+  bool windows_output() const override { return true; }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     ctx.stream().copy(ctx.buffer(in[0]), ctx.buffer(out));
   }

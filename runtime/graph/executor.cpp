@@ -146,7 +146,7 @@ void Executor::plan(const std::vector<int>& order) {
     for (std::size_t i = 0; i < node.inputs.size(); ++i) {
       check(node.inputs[i], node.op->windows_input(i));
     }
-    check(node.output, false);
+    check(node.output, node.op->windows_output());
   }
 
   std::size_t feed_bytes = kStepParamsBytes, grad_bytes = 0, const_bytes = 0;

@@ -84,6 +84,8 @@ class Op {
   /// that range; most ops bind each tensor whole, and the Executor refuses a
   /// tensor past the range that one of them binds.
   virtual bool windows_input(std::size_t /*i*/) const { return false; }
+  /// The same for the output (a copy command, which has no such limit).
+  virtual bool windows_output() const { return false; }
 
   /// Size of the parameter block the host rewrites before every run (learning
   /// rate at this step, bias corrections, ...): values that change per step

@@ -249,3 +249,56 @@ TEST_CASE("plan_windows splits segments and units so that every window fits the 
              }),
              Contains("'values' does not fit"));
 }
+
+namespace {
+
+/// A variable of 400 floats (1600 bytes, past a 1 KiB limit) updated from a fed
+/// gradient: nothing binds it whole, so the update splits it mid-variable (and
+/// the global norm its gradient).
+std::vector<std::vector<float>> train_wide(vkt::Device& device, const MakeOptimizer& make) {
+  vkt::Graph g(device, {.seed = 2});
+  const Tensor w = g.variable("w", {400}, vkt::Initializer::uniform(-1, 1));
+  const Tensor b = g.variable("b", {7}, vkt::Initializer::uniform(-1, 1));
+  const Tensor gw = g.input("gw", {400});
+  const Tensor gb = g.input("gb", {7});
+  std::unique_ptr<vkt::Optimizer> opt = make();
+  // b first, so that w's gradient starts mid-window and splits at an element
+  // that is not a multiple of 256 (global_norm's invocations).
+  vkt::Executor exec(
+      g,
+      {opt->apply_gradients({{vkt::Gradient{.dense = gb}, b}, {vkt::Gradient{.dense = gw}, w}})});
+  std::mt19937 rng(4);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int step = 0; step < 3; ++step) {
+    std::vector<float> v(400);
+    for (float& f : v) f = normal(rng);
+    exec.feed("gw", v);
+    v.resize(7);
+    for (float& f : v) f = normal(rng);
+    exec.feed("gb", v);
+    exec.run();
+  }
+  std::vector<std::vector<float>> out{g.values(w), g.values(b)};
+  for (const Tensor& s : opt->variables()) out.push_back(g.values(s));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a variable past a small max storage buffer range is updated in parts to the same bits") {
+  const MakeOptimizer makers[] = {
+      [] {
+        return std::make_unique<vkt::Adam>(
+            0.01f, vkt::AdamOptions{.amsgrad = true, .clipping = {.global_norm = 1.0f}});
+      },
+      [] { return std::make_unique<vkt::SGD>(0.1f, vkt::SGDOptions{.momentum = 0.9f}); }};
+  for (const MakeOptimizer& make : makers) {
+    const auto whole = train_wide(vkt::test::shared_device(), make);
+    const auto split = train_wide(*limited_device(), make);
+    REQUIRE(split.size() == whole.size());
+    for (std::size_t i = 0; i < whole.size(); ++i) {
+      INFO("variable " << i);
+      CHECK(split[i] == whole[i]);
+    }
+  }
+}
