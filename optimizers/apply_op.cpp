@@ -8,7 +8,9 @@
 
 #include "../runtime/graph/graph.h"
 #include "../runtime/graph/ops/kernel_util.h"
+#include "../runtime/vulkan/device.h"
 #include "../runtime/vulkan/error.h"
+#include "apply_window.h"
 
 namespace vkt::detail {
 namespace {
@@ -19,14 +21,12 @@ constexpr std::size_t kApplyHeaderWords = 16;
 constexpr std::size_t kApplyHeaderBytes = 4 * kApplyHeaderWords;
 static_assert(1 + std::tuple_size_v<decltype(StepValues::h)> + 4 == kApplyHeaderWords);
 constexpr std::size_t kApplySegmentBytes = 32;  // two uvec4
-constexpr std::size_t kNormHeaderBytes = 16;
 // Invocations of an update dispatch: one per 64 elements, at most 2^18. Each
 // loops over its share, which amortises its loads of the segment table and the
 // step's values; one invocation per element made a 50k-parameter Adam update
 // 8x slower on lavapipe (vkt-bench-estimator), where invocations are not free.
 constexpr std::uint64_t kApplyElementsPerThread = 64;
 constexpr std::uint64_t kApplyThreads = 1u << 18;
-constexpr std::size_t kNormSegmentBytes = 16;
 constexpr std::size_t kSparseSegmentBytes = 48;  // three uvec4
 // Column units (vec4s, or floats for widths not a multiple of 4) per work item
 // of a sparse update: BLOCK in shaders/optimizer_sparse_common.glsl.
@@ -56,10 +56,44 @@ std::uint32_t blocks_per_row(std::uint32_t width) {
   return (units + kSparseBlock - 1) / kSparseBlock;
 }
 
+/// The push constants of shaders/optimizer_common.glsl (dense) and
+/// optimizer_sparse_common.glsl: which part of the table one dispatch covers and
+/// where its windows start.
+struct DenseWindowPush {
+  std::uint32_t first_segment, end_segment, first_vector, end_vector;
+  std::uint32_t var_base, grad_base;
+  std::uint32_t slot_base[3];
+};
+struct SparseWindowPush {
+  std::uint32_t first_segment, end_segment, first_row, end_row;
+  std::uint32_t var_base, values_base, ids_base;
+  std::uint32_t slot_base[3];
+};
+
+/// A window of `buffer`, kept inside it (a window's end is rounded up to 16
+/// bytes, which tensors' padding holds, but never past the buffer).
+BufferRange window_range(const Buffer& buffer, const Window& w) {
+  return BufferRange(buffer, w.offset, std::min<std::uint64_t>(w.bytes, buffer.size() - w.offset));
+}
+
+/// Units (vec4s, elements) of the segments one part covers.
+std::uint64_t part_units(const WindowPart& part, const std::vector<WindowSegment>& segments) {
+  std::uint64_t n = 0;
+  for (std::uint32_t s = part.first_segment; s < part.end_segment; ++s) {
+    const std::uint64_t from = s == part.first_segment ? part.first_unit : 0;
+    const std::uint64_t to = s + 1 == part.end_segment ? part.end_unit : segments[s].units;
+    n += to - from;
+  }
+  return n;
+}
+
 /// A plain copy, whatever the dtype (i32 indices included).
 class GradientCopyOp final : public Op {
  public:
   std::string type() const override { return "gradient_copy"; }
+  // A copy command, not a binding: no range limit.
+  bool windows_input(std::size_t) const override { return true; }
+  bool windows_output() const override { return true; }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     ctx.stream().copy(ctx.buffer(in[0]), ctx.buffer(out));
   }
@@ -73,49 +107,7 @@ std::uint32_t float_offset(const BufferRange& r) {
   return static_cast<std::uint32_t>(r.offset / 4);
 }
 
-class GlobalNormOp final : public Op {
- public:
-  explicit GlobalNormOp(std::size_t tensors) : tensors_(tensors) {}
-  std::string type() const override { return "global_norm"; }
-  void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
-    const Buffer& grads = *ctx.buffer(in[0]).buffer;
-    for (const Tensor& t : in) {
-      if (ctx.buffer(t).buffer != &grads) {
-        throw Error("global_norm: its tensors must be gradients (all in the gradient arena)");
-      }
-    }
-    const Kernel& kernel = ctx.device().kernel({.shader = "global_norm"});
-    ctx.stream().dispatch(kernel, {grads, ctx.host_params(), ctx.buffer(out)}, Groups{1, 1, 1});
-  }
-  std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor&,
-                                 const Tensor&) const override {
-    throw Error("global_norm has no gradient");
-  }
-  std::size_t host_params_bytes() const override {
-    return kNormHeaderBytes + tensors_ * kNormSegmentBytes;
-  }
-  void write_host_params(std::span<std::byte> out, std::span<const Tensor> in,
-                         const HostParamsContext& ctx) const override {
-    std::vector<std::uint32_t> words(out.size() / 4, 0);
-    words[0] = static_cast<std::uint32_t>(in.size());
-    for (std::size_t i = 0; i < in.size(); ++i) {
-      words[4 + 4 * i] = float_offset(ctx.buffer(in[i]));
-      words[4 + 4 * i + 1] = static_cast<std::uint32_t>(in[i].shape().elements());
-    }
-    std::memcpy(out.data(), words.data(), out.size());
-  }
-
- private:
-  std::size_t tensors_;
-};
-
 }  // namespace
-
-Tensor global_norm(const std::vector<Tensor>& tensors) {
-  if (tensors.empty()) throw Error("global_norm: no tensors given");
-  return tensors.front().graph().add_node(std::make_unique<GlobalNormOp>(tensors.size()), tensors,
-                                          Shape{});
-}
 
 ApplyOp::ApplyOp(std::string shader, std::function<StepValues(std::uint64_t)> values,
                  Clipping clipping, std::size_t variables, std::size_t slots, bool has_norm)
@@ -130,7 +122,7 @@ void ApplyOp::record(RecordContext& ctx, std::span<const Tensor> in, const Tenso
   const std::size_t first = has_norm_ ? 1 : 0;
   const Buffer& arena = *ctx.buffer(in[first]).buffer;
   const Buffer& grads = *ctx.buffer(in[first + 1]).buffer;
-  std::int64_t total = 0;
+  std::vector<WindowSegment> segments;
   for (std::size_t v = 0; v < variables_; ++v) {
     const std::size_t at = first + v * (2 + slots_);
     if (ctx.buffer(in[at]).buffer != &arena || ctx.buffer(in[at + 1]).buffer != &grads) {
@@ -139,17 +131,43 @@ void ApplyOp::record(RecordContext& ctx, std::span<const Tensor> in, const Tenso
                       "gradient arena ('{}')",
                       type(), in[at].name()));
     }
-    total += in[at].shape().elements();
+    WindowSegment& seg = segments.emplace_back();
+    seg.name = in[at].name();
+    seg.units = (static_cast<std::uint64_t>(in[at].shape().elements()) + 3) / 4;  // vec4s
+    for (std::size_t k = 0; k < 2 + slots_; ++k) {
+      seg.bindings.push_back({ctx.buffer(in[at + k]).offset, 16, 0});
+    }
   }
+  Device& device = ctx.device();
   const Kernel& kernel =
-      ctx.device().kernel({.shader = shader_, .local_size = {ops_detail::kLocalSize, 1, 1}});
-  const BufferRange norm = has_norm_ ? ctx.buffer(in[0]) : BufferRange(grads);
-  ctx.stream().dispatch(
-      kernel, {arena, grads, ctx.host_params(), norm, ctx.buffer(out)},
-      Stream::linear_groups(kernel, std::clamp<std::uint64_t>((static_cast<std::uint64_t>(total) +
-                                                               kApplyElementsPerThread - 1) /
-                                                                  kApplyElementsPerThread,
-                                                              1, kApplyThreads)));
+      device.kernel({.shader = shader_, .local_size = {ops_detail::kLocalSize, 1, 1}});
+  for (const WindowPart& part : plan_windows(segments, device.max_storage_buffer_range(),
+                                             tensor_alignment(device), type())) {
+    const BufferRange vars = window_range(arena, part.windows[0]);
+    const BufferRange grad = window_range(grads, part.windows[1]);
+    // Bases in vec4s; a slot the optimizer lacks is bound to the variables' window, unread.
+    DenseWindowPush push{part.first_segment,
+                         part.end_segment,
+                         static_cast<std::uint32_t>(part.first_unit),
+                         static_cast<std::uint32_t>(part.end_unit),
+                         static_cast<std::uint32_t>(vars.offset / 16),
+                         static_cast<std::uint32_t>(grad.offset / 16),
+                         {}};
+    BufferRange slot[3] = {vars, vars, vars};
+    for (std::size_t k = 0; k < slots_; ++k) slot[k] = window_range(arena, part.windows[2 + k]);
+    for (std::size_t k = 0; k < 3; ++k) {
+      push.slot_base[k] = static_cast<std::uint32_t>(slot[k].offset / 16);
+    }
+    const BufferRange norm = has_norm_ ? ctx.buffer(in[0]) : grad;
+    const std::uint64_t elements = 4 * part_units(part, segments);
+    ctx.stream().dispatch(
+        kernel, {vars, grad, ctx.host_params(), norm, ctx.buffer(out), slot[0], slot[1], slot[2]},
+        push,
+        Stream::linear_groups(
+            kernel, std::clamp<std::uint64_t>(
+                        (elements + kApplyElementsPerThread - 1) / kApplyElementsPerThread, 1,
+                        kApplyThreads)));
+  }
 }
 
 std::vector<Gradient> ApplyOp::gradient(std::span<const Tensor>, const Tensor&,
@@ -198,7 +216,8 @@ void SparseApplyOp::record(RecordContext& ctx, std::span<const Tensor> in,
   const std::size_t first = first_variable();
   const Buffer& arena = *ctx.buffer(in[first]).buffer;
   const Buffer& grads = *ctx.buffer(in[first + 1]).buffer;
-  std::uint64_t items = 0;
+  std::vector<WindowSegment> segments;
+  std::vector<std::uint64_t> items;  // work items of each segment: occurrences x blocks
   for (std::size_t v = 0; v < variables_; ++v) {
     const std::size_t at = first + v * (3 + slots_);
     if (ctx.buffer(in[at]).buffer != &arena || ctx.buffer(in[at + 1]).buffer != &grads ||
@@ -208,16 +227,51 @@ void SparseApplyOp::record(RecordContext& ctx, std::span<const Tensor> in,
                       "in the gradient arena ('{}')",
                       type(), in[at].name()));
     }
-    items += static_cast<std::uint64_t>(in[at + 2].shape().elements()) *
-             blocks_per_row(row_width(in[at]));
+    const std::uint64_t row = 4 * std::uint64_t{row_width(in[at])};
+    const auto k = static_cast<std::uint64_t>(in[at + 2].shape().elements());
+    WindowSegment& seg = segments.emplace_back();
+    seg.name = in[at].name();
+    seg.units = static_cast<std::uint64_t>(in[at].shape()[0]);  // rows
+    seg.bindings.push_back({ctx.buffer(in[at]).offset, row, 0});
+    seg.bindings.push_back({ctx.buffer(in[at + 1]).offset, 0, k * row});
+    seg.bindings.push_back({ctx.buffer(in[at + 2]).offset, 0, 4 * k});
+    for (std::size_t s = 0; s < slots_; ++s) {
+      seg.bindings.push_back({ctx.buffer(in[at + 3 + s]).offset, row, 0});
+    }
+    items.push_back(k * blocks_per_row(row_width(in[at])));
   }
-  const Kernel& kernel = ctx.device().kernel(
-      {.shader = shader_ + "_sparse", .local_size = {ops_detail::kLocalSize, 1, 1}});
-  const BufferRange norm = has_norm_ ? ctx.buffer(in[0]) : BufferRange(grads);
-  // The arenas are bound whole, as vec4, float and (indices) ivec4 arrays.
-  ctx.stream().dispatch(
-      kernel, {arena, grads, ctx.host_params(), norm, ctx.buffer(out), arena, grads, grads},
-      Stream::linear_groups(kernel, std::clamp<std::uint64_t>(items, 1, kApplyThreads)));
+  Device& device = ctx.device();
+  const Kernel& kernel =
+      device.kernel({.shader = shader_ + "_sparse", .local_size = {ops_detail::kLocalSize, 1, 1}});
+  for (const WindowPart& part : plan_windows(segments, device.max_storage_buffer_range(),
+                                             tensor_alignment(device), type())) {
+    const BufferRange vars = window_range(arena, part.windows[0]);
+    const BufferRange values = window_range(grads, part.windows[1]);
+    const BufferRange ids = window_range(grads, part.windows[2]);
+    // Bases in floats; a slot the optimizer lacks is bound to the variables' window, unread.
+    SparseWindowPush push{part.first_segment,
+                          part.end_segment,
+                          static_cast<std::uint32_t>(part.first_unit),
+                          static_cast<std::uint32_t>(part.end_unit),
+                          static_cast<std::uint32_t>(vars.offset / 4),
+                          static_cast<std::uint32_t>(values.offset / 4),
+                          static_cast<std::uint32_t>(ids.offset / 4),
+                          {}};
+    BufferRange slot[3] = {vars, vars, vars};
+    for (std::size_t k = 0; k < slots_; ++k) slot[k] = window_range(arena, part.windows[3 + k]);
+    for (std::size_t k = 0; k < 3; ++k) {
+      push.slot_base[k] = static_cast<std::uint32_t>(slot[k].offset / 4);
+    }
+    std::uint64_t part_items = 0;  // every occurrence is scanned, whatever rows the part takes
+    for (std::uint32_t s = part.first_segment; s < part.end_segment; ++s) part_items += items[s];
+    const BufferRange norm = has_norm_ ? ctx.buffer(in[0]) : values;
+    ctx.stream().dispatch(
+        kernel,
+        {vars, values, ctx.host_params(), norm, ctx.buffer(out), vars, values, ids, slot[0],
+         slot[1], slot[2]},
+        push,
+        Stream::linear_groups(kernel, std::clamp<std::uint64_t>(part_items, 1, kApplyThreads)));
+  }
 }
 
 std::vector<Gradient> SparseApplyOp::gradient(std::span<const Tensor>, const Tensor&,

@@ -23,6 +23,7 @@ class ApplyOp final : public Op {
   std::vector<Gradient> gradient(std::span<const Tensor> inputs, const Tensor& output,
                                  const Tensor& dy) const override;
   bool updates_variables() const override { return true; }
+  bool windows_input(std::size_t) const override { return true; }
   std::size_t host_params_bytes() const override;
   void write_host_params(std::span<std::byte> out, std::span<const Tensor> inputs,
                          const HostParamsContext& ctx) const override;
@@ -55,6 +56,7 @@ class SparseApplyOp final : public Op {
   std::vector<Gradient> gradient(std::span<const Tensor> inputs, const Tensor& output,
                                  const Tensor& dy) const override;
   bool updates_variables() const override { return true; }
+  bool windows_input(std::size_t) const override { return true; }
   std::size_t host_params_bytes() const override;
   void write_host_params(std::span<std::byte> out, std::span<const Tensor> inputs,
                          const HostParamsContext& ctx) const override;

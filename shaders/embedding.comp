@@ -3,6 +3,11 @@
 // out[j, c] = params[ids[j], c]. An id outside [0, rows) gives a row of zeros:
 // a shader cannot raise an error, and reading outside params would read another
 // tensor's memory (or fault).
+//
+// A table larger than the device's storage-buffer range is bound as windows of
+// rows (runtime/graph/ops/embedding.cpp), one dispatch each: a dispatch writes
+// the outputs whose id lies in its rows [first_row, end_row), the first one
+// also those of ids below 0 and the last those of ids past the table.
 layout(local_size_x_id = 0) in;
 #include "index.glsl"
 
@@ -13,12 +18,15 @@ layout(push_constant) uniform Params {
   uint n;     // output elements
   uint dim;   // D
   uint rows;  // V
-  uint pad0;
+  uint first_row, end_row;  // the rows of this dispatch's window of params
+  uint pad0, pad1, pad2;
 };
 
 void main() {
   uint i = linear_index();
   if (i >= n) return;
   int id = ids[i / dim];
-  o[i] = (id >= 0 && uint(id) < rows) ? params[uint(id) * dim + i % dim] : 0.0;
+  bool below = id < int(first_row), above = id >= int(end_row);
+  if ((below && first_row != 0) || (above && end_row != rows)) return;  // another window's
+  o[i] = (!below && !above) ? params[uint(id - int(first_row)) * dim + i % dim] : 0.0;
 }

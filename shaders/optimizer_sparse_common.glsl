@@ -19,13 +19,32 @@
 // rows start 16-byte aligned), float otherwise, and the indices as ivec4 (the
 // indices tensor starts 16-byte aligned and is padded to 16 bytes; lanes past
 // k are masked).
+//
+// Each binding is a window of its arena, at most the device's storage-buffer
+// range (optimizers/apply_window.cpp): the variable's rows, the values, the
+// indices and each slot's rows. One dispatch updates, of segments
+// [first_segment, end_segment), the rows [first_row, V) of the first and [0,
+// end_row) of the last (all rows of the others); it scans every occurrence of
+// its segments, so each (row, block) still has one writer, and the sum of a
+// row's values runs in occurrence order whatever the split.
 layout(std430, binding = 0) buffer Arena { vec4 arena[]; };
 layout(std430, binding = 1) readonly buffer Grads { vec4 grads[]; };
 layout(std430, binding = 5) buffer Arena1 { float arena1[]; };
 layout(std430, binding = 6) readonly buffer Grads1 { float grads1[]; };
 layout(std430, binding = 7) readonly buffer Ids { ivec4 ids4[]; };
-// Per segment of the table, in 4-byte units: (variable, values, indices, k),
-// (rows V, width D, blocks per occurrence, -), (slot 0, 1, 2, -).
+layout(std430, binding = 8) buffer Slot0 { vec4 slot0[]; };
+layout(std430, binding = 9) buffer Slot1 { vec4 slot1[]; };
+layout(std430, binding = 10) buffer Slot2 { vec4 slot2[]; };
+layout(push_constant) uniform Window {
+  uint first_segment, end_segment, first_row, end_row;
+  // floats of the arena before each window (multiples of 4)
+  uint var_base, values_base, ids_base, slot0_base, slot1_base, slot2_base;
+};
+// Per segment of the table, in 4-byte units from the arena's start: (variable,
+// values, indices, k), (rows V, width D, blocks per occurrence, -), (slot 0, 1,
+// 2, -). main() makes them relative to the windows.
+
+uvec3 slot_base() { return uvec3(slot0_base, slot1_base, slot2_base); }
 
 const uint BLOCK = 16;  // column units (vec4 or float) per work item
 
@@ -68,7 +87,7 @@ void apply_vec4(uvec4 a, uvec4 b, uvec3 slots, uint occ, int row, uint c0) {
   uint at = uint(row) * units;
   for (uint c = c0; c < c1; ++c) {
     vec4 g = clamp(acc[c - c0] * SCALE, -LIMIT, LIMIT);
-    update(a.x / 4 + at + c, g, slots / 4 + uvec3(at + c));
+    update(a.x / 4 - var_base / 4 + at + c, g, slots / 4 - slot_base() / 4 + uvec3(at + c));
   }
 }
 
@@ -91,7 +110,7 @@ void apply_float(uvec4 a, uvec4 b, uvec3 slots, uint occ, int row, uint c0) {
   uint at = uint(row) * units;
   for (uint c = c0; c < c1; ++c) {
     float g = clamp(acc[c - c0] * SCALE, -LIMIT, LIMIT);
-    update(a.x + at + c, g, slots + uvec3(at + c));
+    update(a.x - var_base + at + c, g, slots - slot_base() + uvec3(at + c));
   }
 }
 
@@ -102,16 +121,20 @@ void main() {
   load_step_values();
   SCALE = clip_norm > 0.0 ? clip_norm / max(global_norm[0], clip_norm) : 1.0;
   LIMIT = clip_value > 0.0 ? clip_value : 1.0 / 0.0;
-  uint count = segments;
-  for (uint s = 0; s < count; ++s) {
-    uvec4 a = seg[3 * s];
+  for (uint s = first_segment; s < end_segment; ++s) {
+    // Values and indices windows hold them whole; the variable's and slots'
+    // may start past the variable's start, so apply_*() subtract those bases
+    // in their own units (the differences wrap around, the sums do not).
+    uvec4 a = seg[3 * s] - uvec4(0, values_base, ids_base, 0);
     uvec4 b = seg[3 * s + 1];
     uvec3 slots = seg[3 * s + 2].xyz;
+    uint lo = s == first_segment ? first_row : 0;
+    uint hi = s + 1 == end_segment ? end_row : b.x;
     uint items = a.w * b.z;
     for (uint w = tid; w < items; w += threads) {
       uint occ = w / b.z;
       int row = ids4[a.z / 4 + occ / 4][occ % 4];
-      if (row < 0 || uint(row) >= b.x || !first_of(a.z, occ, row)) continue;
+      if (row < 0 || uint(row) < lo || uint(row) >= hi || !first_of(a.z, occ, row)) continue;
       if (b.y % 4 == 0) {
         apply_vec4(a, b, slots, occ, row, (w % b.z) * BLOCK);
       } else {

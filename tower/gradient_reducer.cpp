@@ -148,7 +148,7 @@ void GradientReducer::build(const std::vector<std::vector<Segment>>& towers,
   const std::size_t n = towers.size();
   // The gathered slices of one window are bound together: N of them must fit
   // one binding.
-  std::size_t limit = device.limits().maxStorageBufferRange;
+  std::size_t limit = device.max_storage_buffer_range();
   if (max_binding_bytes != 0) limit = std::min(limit, max_binding_bytes);
   const std::size_t cap = limit / n / 16 * 16;
   if (cap == 0) {

@@ -46,7 +46,7 @@ class GradientReducer {
   /// The general form: each tower contributes the same segments (same sizes,
   /// offsets and buckets), gathered and summed into `destination` (whose size is
   /// a multiple of 16); gaps between segments are left undefined. A bucket's sum
-  /// binds at most the device's maxStorageBufferRange (or `max_binding_bytes`
+  /// binds at most Device::max_storage_buffer_range() (or `max_binding_bytes`
   /// where smaller and not 0): bigger buckets are summed in several dispatches.
   GradientReducer(const std::vector<std::vector<Segment>>& towers, BufferRange destination,
                   std::size_t max_binding_bytes = 0);

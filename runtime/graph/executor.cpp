@@ -129,6 +129,25 @@ void Executor::plan(const std::vector<int>& order) {
     }
   }
   for (const Tensor& f : fetches_) touched.insert(f.id());
+  // Most ops bind a tensor whole: one past the device's storage-buffer range can
+  // run only as the input of an op that binds windows of it (Op::windows_input).
+  const std::uint64_t limit = g.device().max_storage_buffer_range();
+  for (int index : order) {
+    const Node& node = g.nodes()[index];
+    if (node.op->view_offset()) continue;  // records nothing
+    const auto check = [&](const Tensor& t, bool windowed) {
+      if (windowed || bytes_of(t.id()) <= limit) return;
+      throw Error(fmt::format(
+          "tensor '{}' {} holds {} bytes, more than the device's max storage buffer range "
+          "of {} bytes, which {} binds whole; use smaller tensors (e.g. split the layer) or "
+          "a device with a larger limit",
+          t.name(), t.shape().str(), bytes_of(t.id()), limit, node.op->type()));
+    };
+    for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+      check(node.inputs[i], node.op->windows_input(i));
+    }
+    check(node.output, node.op->windows_output());
+  }
 
   std::size_t feed_bytes = kStepParamsBytes, grad_bytes = 0, const_bytes = 0;
   params_offset_ = 0;

@@ -79,6 +79,14 @@ class Op {
   /// variables as the forward pass did.
   virtual bool updates_variables() const { return false; }
 
+  /// Whether record() binds input `i` as windows of at most the device's
+  /// storage-buffer range (several dispatches), so that it may be larger than
+  /// that range; most ops bind each tensor whole, and the Executor refuses a
+  /// tensor past the range that one of them binds.
+  virtual bool windows_input(std::size_t /*i*/) const { return false; }
+  /// The same for the output (a copy command, which has no such limit).
+  virtual bool windows_output() const { return false; }
+
   /// Size of the parameter block the host rewrites before every run (learning
   /// rate at this step, bias corrections, ...): values that change per step
   /// without re-recording. 0 for most ops.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -66,6 +67,18 @@ Device::Device(Instance& instance, std::uint32_t index, DeviceOptions options)
   VkPhysicalDeviceProperties properties{};
   vkGetPhysicalDeviceProperties(physical_, &properties);
   limits_ = properties.limits;
+  max_storage_range_ = limits_.maxStorageBufferRange;
+  if (options_.max_storage_buffer_range != 0) {
+    if (options_.max_storage_buffer_range < DeviceOptions::kMinStorageBufferRange) {
+      throw Error(fmt::format(
+          "DeviceOptions::max_storage_buffer_range {} is too small: give 0 (the device's "
+          "own {} bytes) or at least {} bytes",
+          options_.max_storage_buffer_range, limits_.maxStorageBufferRange,
+          DeviceOptions::kMinStorageBufferRange));
+    }
+    max_storage_range_ =
+        std::min<std::uint64_t>(max_storage_range_, options_.max_storage_buffer_range);
+  }
   maps_storage_ = info_.unified_memory && !options_.force_staging;
 
   const detail::QueueFamilies families = detail::find_queue_families(physical_);

@@ -32,6 +32,13 @@ struct DeviceOptions {
   /// larger upload or download goes through in pieces of this size, so the
   /// reused staging buffer never exceeds it. At least 1.
   std::size_t staging_chunk_bytes = std::size_t{64} << 20;
+  /// The largest range bound to one storage-buffer binding, in bytes: 0 keeps the
+  /// device's maxStorageBufferRange; a smaller value makes the optimizers and the
+  /// global norm split their arena windows as a device with that limit needs (for
+  /// testing that path); a larger one is clamped to the device's. At least
+  /// kMinStorageBufferRange.
+  std::uint64_t max_storage_buffer_range = 0;
+  static constexpr std::uint64_t kMinStorageBufferRange = 1024;
 
   static DeviceOptions from_environment();
 };
@@ -81,6 +88,14 @@ class Device {
   /// no force_staging): host transfers are memcpy, with no staging buffer.
   bool maps_storage() const { return maps_storage_; }
   bool has_transfer_queue() const { return transfer_.queue != VK_NULL_HANDLE; }
+  /// The largest range one storage-buffer binding may take: the device's
+  /// maxStorageBufferRange, or DeviceOptions::max_storage_buffer_range if smaller.
+  std::uint64_t max_storage_buffer_range() const { return max_storage_range_; }
+  /// The largest range one textureBuffer binding (RGBA32F texels) may take:
+  /// maxTexelBufferElements * 16 bytes.
+  std::uint64_t max_texel_buffer_range() const {
+    return std::uint64_t{limits_.maxTexelBufferElements} * 16;
+  }
 
   /// The kernel for `desc`, built on first use and cached for the Device's life.
   /// Throws vkt::Error for an unknown shader or a bad specialization.
@@ -153,6 +168,7 @@ class Device {
   Queue transfer_;
   VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
   bool maps_storage_ = false;
+  std::uint64_t max_storage_range_ = 0;
   PFN_vkWaitSemaphores wait_semaphores_ = nullptr;
   PFN_vkGetSemaphoreCounterValue semaphore_value_ = nullptr;
 

@@ -42,6 +42,16 @@ Kernel::Kernel(Device& device, const KernelDesc& desc)
       name_(desc.shader),
       shader_(detail::reflect(shaders::find(desc.shader), desc.shader)) {
   const DeviceInfo& info = device.info();
+  // The optimizers' sparse update binds 11 storage buffers (a window per arena
+  // part); a device allowing fewer per stage could not build the pipeline.
+  const auto storage = static_cast<std::uint32_t>(
+      std::count_if(shader_.bindings.begin(), shader_.bindings.end(),
+                    [](const auto& b) { return b.kind == detail::BindingKind::StorageBuffer; }));
+  if (storage > device.limits().maxPerStageDescriptorStorageBuffers) {
+    throw Error(fmt::format(
+        "kernel '{}' binds {} storage buffers but device {} ({}) allows {} per shader stage", name_,
+        storage, info.index, info.name, device.limits().maxPerStageDescriptorStorageBuffers));
+  }
   // Every user-given constant must exist in the shader, and not be a workgroup one.
   std::vector<VkSpecializationMapEntry> entries;
   std::vector<std::uint32_t> data;

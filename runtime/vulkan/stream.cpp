@@ -322,12 +322,23 @@ void Stream::dispatch(const Kernel& kernel, std::span<const BufferRange> buffers
                       "alignment ({} bytes)",
                       what, buffers[i].offset, texel ? "texel" : "storage", alignment));
     }
-    if (texel &&
-        (buffers[i].size() % 16 != 0 || buffers[i].size() / 16 > limits->maxTexelBufferElements)) {
+    if (texel && buffers[i].size() % 16 != 0) {
       throw Error(
           fmt::format("{}: a texel buffer is read as RGBA32F texels, so its range must be a "
-                      "multiple of 16 bytes and at most {} texels; {} bytes were given",
-                      what, limits->maxTexelBufferElements, buffers[i].size()));
+                      "multiple of 16 bytes; {} bytes were given",
+                      what, buffers[i].size()));
+    }
+    // A range past the limit is a validation error or garbage on a GPU whose limit
+    // is small (128 MiB on some): bind windows of at most the limit instead.
+    const std::uint64_t max_range =
+        texel ? device_->max_texel_buffer_range() : device_->max_storage_buffer_range();
+    if (buffers[i].size() > max_range) {
+      throw Error(fmt::format(
+          "{}: a range of {} bytes is more than the device's {} of {} bytes; bind at most "
+          "that much (split the tensor or the arena window)",
+          what, buffers[i].size(),
+          texel ? "texel buffer range (maxTexelBufferElements * 16)" : "max storage buffer range",
+          max_range));
     }
     infos[i] = {buffers[i].buffer->vk_buffer(), buffers[i].offset, buffers[i].size()};
     accesses.push_back(

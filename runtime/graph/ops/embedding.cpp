@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <numeric>
 
 #include "../../vulkan/error.h"
 #include "../graph.h"
@@ -23,7 +24,7 @@ std::uint32_t scatter_cols(std::uint32_t dim) {
 }
 
 struct GatherPush {
-  std::uint32_t n, dim, rows, pad;
+  std::uint32_t n, dim, rows, first_row, end_row, pad[3];
 };
 
 struct ScatterPush {
@@ -49,14 +50,41 @@ class EmbeddingOp final : public Op {
  public:
   std::string type() const override { return "embedding_lookup"; }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
-    const GatherPush push{static_cast<std::uint32_t>(out.shape().elements()),
-                          static_cast<std::uint32_t>(in[0].shape()[1]),
-                          static_cast<std::uint32_t>(in[0].shape()[0]), 0};
-    ops_detail::dispatch_1d(
-        ctx,
-        ctx.device().kernel({.shader = "embedding", .local_size = {ops_detail::kLocalSize, 1, 1}}),
-        {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(out)}, push, out.shape().elements());
+    const auto rows = static_cast<std::uint32_t>(in[0].shape()[0]);
+    const auto dim = static_cast<std::uint32_t>(in[0].shape()[1]);
+    const Kernel& kernel =
+        ctx.device().kernel({.shader = "embedding", .local_size = {ops_detail::kLocalSize, 1, 1}});
+    // The table in windows of whole rows, each within the device's storage-buffer
+    // range and starting at its storage offset alignment: one dispatch per window.
+    const BufferRange table = ctx.buffer(in[0]);
+    const std::uint64_t row_bytes = std::uint64_t{dim} * 4;
+    const std::uint64_t limit = ctx.device().max_storage_buffer_range();
+    const std::uint64_t alignment = tensor_alignment(ctx.device());
+    // Rows per window: a multiple of the rows that span a whole alignment.
+    const std::uint64_t align_rows = alignment / std::gcd(row_bytes, alignment);
+    const std::uint64_t per_window = limit / row_bytes / align_rows * align_rows;
+    if (rows > 0 && table.size() > limit && per_window == 0) {
+      throw Error(fmt::format(
+          "embedding_lookup: the rows of '{}' ({} bytes) are too wide for windows of the "
+          "device's max storage buffer range of {} bytes",
+          in[0].name(), row_bytes, limit));
+    }
+    const std::uint64_t step = table.size() > limit ? per_window : rows;
+    std::uint32_t first = 0;
+    do {
+      const auto end = static_cast<std::uint32_t>(std::min<std::uint64_t>(rows, first + step));
+      const BufferRange window = table.size() > limit
+                                     ? BufferRange(*table.buffer, table.offset + first * row_bytes,
+                                                   (end - first) * row_bytes)
+                                     : table;
+      const GatherPush push{
+          static_cast<std::uint32_t>(out.shape().elements()), dim, rows, first, end, {}};
+      ops_detail::dispatch_1d(ctx, kernel, {window, ctx.buffer(in[1]), ctx.buffer(out)}, push,
+                              out.shape().elements());
+      first = end;
+    } while (first < rows);
   }
+  bool windows_input(std::size_t i) const override { return i == 0; }
   std::vector<Gradient> gradient(std::span<const Tensor> in, const Tensor&,
                                  const Tensor& dy) const override {
     const Tensor& params = in[0];
