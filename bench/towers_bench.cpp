@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps, "timed steps per tower count (after one warm-up)")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
-  app.add_option("--towers", tower_counts, "tower counts to run")
+  app.add_option("--towers", tower_counts, "tower counts to run, e.g. 1,2,4")
+      ->delimiter(',')
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
   app.add_option("--device", device, "device every tower runs on")->capture_default_str();

@@ -26,12 +26,11 @@ enum class LossReduction { None, Sum, Mean, SumByNonzeroWeights };
 enum class VariableMode { SharedLocalParameterServer, RoundRobin, Mirrored };
 
 /// Where the consolidation work (the masters, the sums, the updates) runs when
-/// the consolidation device is also a tower's. OnTowerDevice: on that tower's
-/// own VkDevice, so its gradients and weights never leave its memory (device
-/// copies only). SeparateDevice: on a VkDevice (and VkInstance) of its own, so
-/// it can run beside the tower's work; on lavapipe, where one VkInstance's
-/// devices share one worker pool, that measured faster. Auto picks
-/// SeparateDevice on lavapipe and OnTowerDevice everywhere else.
+/// the consolidation device is also a tower's. OnTowerDevice (what Auto picks):
+/// on that tower's own VkDevice, so its gradients and weights never leave its
+/// memory (device copies only). SeparateDevice: on a VkDevice (and VkInstance)
+/// of its own beside the tower's. Both give the same bits; on lavapipe, too,
+/// the tower's own device measured as fast or faster (docs/PERFORMANCE.md).
 enum class ConsolidationPlacement { Auto, OnTowerDevice, SeparateDevice };
 
 struct ReplicateOptions {

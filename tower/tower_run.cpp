@@ -325,21 +325,14 @@ std::vector<std::vector<Tensor>> TowerRun::ready_groups(const Tower& t) const {
   return groups;
 }
 
-bool TowerRun::on_tower_device(const Instance& root, std::uint32_t index) const {
-  switch (options_.consolidation_placement) {
-    case ConsolidationPlacement::OnTowerDevice:
-      return true;
-    case ConsolidationPlacement::SeparateDevice:
-      return false;
-    default:
-      return !root.device(index).is_lavapipe;
-  }
+bool TowerRun::on_tower_device() const {
+  return options_.consolidation_placement != ConsolidationPlacement::SeparateDevice;
 }
 
 Device& TowerRun::consolidation_device(const Instance& root, std::uint32_t index,
                                        std::unique_ptr<Instance>& instance,
                                        std::unique_ptr<Device>& device, const Tower* tower) {
-  if (on_tower_device(root, index)) {
+  if (on_tower_device()) {
     if (tower != nullptr) return *tower->device;
     for (Tower& t : towers_) {
       if (t.device->info().index == index) return *t.device;

@@ -141,7 +141,7 @@ class TowerRun {
   Device& consolidation_device(const Instance& root, std::uint32_t index,
                                std::unique_ptr<Instance>& instance, std::unique_ptr<Device>& device,
                                const Tower* tower = nullptr);
-  bool on_tower_device(const Instance& root, std::uint32_t index) const;
+  bool on_tower_device() const;
   DeviceOptions device_options() const;
   /// Eval: vkt::Error unless every tower returned the same metrics, computed alike.
   void check_eval_metrics() const;

@@ -76,11 +76,12 @@ std::map<std::string, std::vector<float>> train(vkt::VariableMode mode, int towe
   const bool sparse = mode == vkt::VariableMode::SharedLocalParameterServer;
   vkt::Instance instance;
   const auto replicated = vkt::replicate_model_fn(
-      model(sparse), {.devices = std::vector<std::uint32_t>(static_cast<std::size_t>(towers), 0),
-                      .variable_mode = mode,
-                      .consolidation_placement = config.placement,
-                      .bucket_bytes = config.bucket_bytes,
-                      .device_options = vkt::DeviceOptions{.force_staging = config.staged,
+      model(sparse),
+      {.devices = std::vector<std::uint32_t>(static_cast<std::size_t>(towers), 0),
+       .variable_mode = mode,
+       .consolidation_placement = config.placement,
+       .bucket_bytes = config.bucket_bytes,
+       .device_options = vkt::DeviceOptions{.force_staging = config.staged,
                                             .max_storage_buffer_range = config.binding_limit}});
   std::map<std::string, vkt::InputSpec> inputs{{"x", {{kBatch, 5}}}};
   if (sparse) inputs["ids"] = {{kBatch, kIds}, vkt::DType::I32};
@@ -114,10 +115,10 @@ void check_same_bits(vkt::VariableMode mode) {
   int buckets = 0;
   // The last: every binding at most 1 KiB, so the sums and the updates are cut
   // into windows (a device with a small maxStorageBufferRange).
-  for (const Config& c :
-       {Config{16, P::OnTowerDevice, false}, Config{16, P::SeparateDevice, true},
-        Config{200, P::OnTowerDevice, true}, Config{std::size_t{1} << 30, P::OnTowerDevice, true,
-                                                    vkt::DeviceOptions::kMinStorageBufferRange}}) {
+  for (const Config& c : {Config{16, P::OnTowerDevice, false}, Config{16, P::SeparateDevice, true},
+                          Config{200, P::OnTowerDevice, true},
+                          Config{std::size_t{1} << 30, P::OnTowerDevice, true,
+                                 vkt::DeviceOptions::kMinStorageBufferRange}}) {
     INFO("bucket bytes " << c.bucket_bytes << ", on tower device "
                          << (c.placement == P::OnTowerDevice) << ", staged " << c.staged
                          << ", binding limit " << c.binding_limit);
