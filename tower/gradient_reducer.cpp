@@ -254,6 +254,17 @@ Ticket GradientReducer::finish() {
   return std::exchange(last_sum_, Ticket{});
 }
 
+void GradientReducer::abandon() {
+  std::lock_guard lock(mutex_);
+  for (std::size_t b = 0; b < arrived_.size(); ++b) {
+    for (const Ticket& t : arrivals_[b]) t.wait();
+    arrived_[b] = 0;
+    arrivals_[b].clear();
+  }
+  last_sum_.wait();
+  last_sum_ = Ticket{};
+}
+
 Ticket GradientReducer::run(std::span<const Ticket> ready) {
   if (!ready.empty() && ready.size() != copies_.size()) {
     throw Error(fmt::format("GradientReducer::run: {} tickets for {} towers", ready.size(),

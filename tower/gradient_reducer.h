@@ -67,6 +67,10 @@ class GradientReducer {
   /// sum() is complete (every bucket's sum is on one queue). Starts a new step.
   Ticket finish();
 
+  /// After a step that failed part-way: waits for the copies already started and
+  /// forgets every arrival, so the next step starts clean.
+  void abandon();
+
   /// The sum (the destination range where one was given).
   BufferRange sum() const { return destination_; }
   std::size_t towers() const { return copies_.size(); }

@@ -381,15 +381,12 @@ std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBa
   // every variable mode: a resumed run draws what an uninterrupted one did.
   const std::uint64_t step = global_step();
   const bool exchange = mode_ == Mode::Train && n > 1;
+  check_batch(shards.front());
   std::vector<Ticket> done(static_cast<std::size_t>(n));
   const auto run_tower = [&](int i) {
     Tower& t = towers_[static_cast<std::size_t>(i)];
     for (const auto& [name, value] : shards[static_cast<std::size_t>(i)]) {
       if (name == kExampleWeights && !t.takes_example_weights) continue;
-      if (!t.graph->find_input(name)) {
-        throw Error(
-            fmt::format("the batch has an entry '{}' that the model has no input for", name));
-      }
       if (value.dtype == DType::F32) {
         t.executor->feed(name, value.f32);
       } else {
@@ -410,12 +407,44 @@ std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBa
     tower_ms_[static_cast<std::size_t>(i)] = t.executor->device_ms().value_or(0.0);
   };
   tower_ms_.resize(static_cast<std::size_t>(n));
-  if (threads_) {
-    threads_->run(run_tower);
-  } else {
+  if (!threads_) {
     run_tower(0);
+    return done;
+  }
+  try {
+    threads_->run(run_tower);
+  } catch (...) {
+    // A tower failed part-way: what the others handed over is dropped, so
+    // the next step starts clean.
+    if (reducer_) reducer_->abandon();
+    for (Share& share : shares_) {
+      if (share.reducer) share.reducer->abandon();
+    }
+    throw;
   }
   return done;
+}
+
+void TowerRun::check_batch(const HostBatch& shard) const {
+  const Tower& t = towers_.front();
+  for (const auto& [name, value] : shard) {
+    if (name == kExampleWeights) continue;
+    const std::optional<Tensor> input = t.graph->find_input(name);
+    if (!input) {
+      throw Error(fmt::format("the batch has an entry '{}' that the model has no input for", name));
+    }
+    if (!t.executor->takes_input(name)) {
+      throw Error(fmt::format(
+          "the batch has an entry '{}' that the model does not use; leave it out", name));
+    }
+    if (input->dtype() != value.dtype || input->shape().elements() != value.shape.elements()) {
+      throw Error(fmt::format(
+          "the batch's '{}' holds {} values of shape {} per tower, but the model's input is {} "
+          "of shape {}",
+          name, to_string(value.dtype), value.shape.str(), to_string(input->dtype()),
+          input->shape().str()));
+    }
+  }
 }
 
 void TowerRun::hand_over(std::size_t tower, int bucket, const Ticket& ready) {

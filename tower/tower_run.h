@@ -160,6 +160,9 @@ class TowerRun {
   /// written. Returns when every tower is done.
   std::vector<Ticket> run_towers(const HostBatch& features, const HostBatch& labels,
                                  std::optional<std::int64_t> real_examples = std::nullopt);
+  /// vkt::Error, before any tower runs, for an entry of a tower's shard that the
+  /// model has no input for, does not use, or takes in another type or shape.
+  void check_batch(const HostBatch& shard) const;
   /// Tower i's bucket b is written once `ready` completes: to every reducer.
   void hand_over(std::size_t tower, int bucket, const Ticket& ready);
   /// Waits for the uploads the towers' next runs would wait for: before the

@@ -72,7 +72,8 @@ struct Config {
 };
 
 std::map<std::string, std::vector<float>> train(vkt::VariableMode mode, int towers,
-                                                const Config& config, int* buckets = nullptr) {
+                                                const Config& config, int* buckets = nullptr,
+                                                bool bad_batches = false) {
   const bool sparse = mode == vkt::VariableMode::SharedLocalParameterServer;
   vkt::Instance instance;
   const auto replicated = vkt::replicate_model_fn(
@@ -96,6 +97,16 @@ std::map<std::string, std::vector<float>> train(vkt::VariableMode mode, int towe
     for (auto& v : y) v = static_cast<std::int32_t>(rng() % kClasses);
     HostBatch features{{"x", HostTensor::floats({kBatch, 5}, x)}};
     if (sparse) features["ids"] = HostTensor::ints({kBatch, kIds}, ids);
+    if (bad_batches) {  // refused before any tower runs; the run goes on unchanged
+      HostBatch wrong = features;
+      wrong["x"] = HostTensor::ints({kBatch, 5}, std::vector<std::int32_t>(kBatch * 5, 1));
+      CHECK_THROWS_WITH(spec.run->train_step(wrong, {{"y", HostTensor::ints({kBatch}, y)}}),
+                        Catch::Matchers::Contains("the batch's 'x' holds i32 values"));
+      HostBatch extra = features;
+      extra["z"] = HostTensor::floats({kBatch}, std::vector<float>(kBatch, 0.0f));
+      CHECK_THROWS_WITH(spec.run->train_step(extra, {{"y", HostTensor::ints({kBatch}, y)}}),
+                        Catch::Matchers::Contains("entry 'z' that the model has no input for"));
+    }
     spec.run->train_step(features, {{"y", HostTensor::ints({kBatch}, y)}});
   }
   if (buckets) *buckets = spec.run->buckets();
@@ -146,4 +157,19 @@ TEST_CASE("bucketed overlapped exchange equals one bucket bit for bit: Mirrored"
 
 TEST_CASE("bucketed overlapped exchange equals one bucket bit for bit: RoundRobin", "[towers]") {
   check_same_bits(vkt::VariableMode::RoundRobin);
+}
+
+TEST_CASE("a batch the model cannot take is refused before any tower runs, changing nothing",
+          "[towers]") {
+  using P = vkt::ConsolidationPlacement;
+  const Config config{16, P::OnTowerDevice, false};
+  for (const auto mode : {vkt::VariableMode::SharedLocalParameterServer,
+                          vkt::VariableMode::Mirrored, vkt::VariableMode::RoundRobin}) {
+    const auto clean = train(mode, 2, config);
+    const auto after_errors = train(mode, 2, config, nullptr, /*bad_batches=*/true);
+    for (const auto& [name, values] : clean) {
+      INFO(name);
+      CHECK(after_errors.at(name) == values);
+    }
+  }
 }
