@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
-#include <future>
 #include <map>
 
 #include "../optimizers/replication.h"
@@ -15,17 +13,14 @@
 #include "device_list.h"
 #include "optimizer_calls.h"
 #include "sharding.h"
+#include "tower_inputs.h"
 
 namespace vkt {
 
 namespace {
 
-// The hidden input behind ModelContext::example_weights() in Mode::Eval.
-constexpr const char* kExampleWeights = "__example_weights";
-
-std::string input_name(const std::string& key, const char* kind) {
-  return key.empty() ? kind : key;
-}
+using detail::input_name;
+using detail::kExampleWeights;
 
 void validate_export(const std::string& name, const ExportOutput& output) {
   const auto has_only = [&](std::initializer_list<const char*> allowed) {
@@ -291,40 +286,6 @@ std::unique_ptr<Instance> TowerRun::own_instance(const Instance& root, std::uint
   return instance;
 }
 
-void TowerRun::plan_buckets() {
-  // The executor places gradients in tensor order, which is the order the
-  // backward pass makes (and so writes) them: buckets are consecutive runs of
-  // that order, the first ready first.
-  const Tower& first = towers_.front();
-  std::vector<std::size_t> order(first.gradients.size());
-  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return first.gradients[a].id() < first.gradients[b].id();
-  });
-  gradient_bucket_.assign(order.size(), 0);
-  int bucket = 0;
-  std::size_t bytes = 0;
-  for (std::size_t k : order) {
-    const std::size_t size =
-        align_up(static_cast<std::size_t>(first.gradients[k].shape().elements()) * 4, 16);
-    if (bytes > 0 && bytes + size > options_.bucket_bytes) {
-      ++bucket;
-      bytes = 0;
-    }
-    gradient_bucket_[k] = bucket;
-    bytes += size;
-  }
-  buckets_ = bucket + 1;
-}
-
-std::vector<std::vector<Tensor>> TowerRun::ready_groups(const Tower& t) const {
-  std::vector<std::vector<Tensor>> groups(static_cast<std::size_t>(buckets_));
-  for (std::size_t k = 0; k < t.gradients.size(); ++k) {
-    groups[static_cast<std::size_t>(gradient_bucket_[k])].push_back(t.gradients[k]);
-  }
-  return groups;
-}
-
 bool TowerRun::on_tower_device() const {
   return options_.consolidation_placement != ConsolidationPlacement::SeparateDevice;
 }
@@ -362,168 +323,6 @@ TowerRun::~TowerRun() {
   master_executor_.reset();
   master_.reset();
   for (Tower& t : towers_) t.executor.reset();
-}
-
-std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBatch& labels,
-                                         std::optional<std::int64_t> real_examples) {
-  const int n = towers();
-  HostBatch all;
-  for (const auto& [key, value] : features) all[input_name(key, "features")] = value;
-  for (const auto& [key, value] : labels) all[input_name(key, "labels")] = value;
-  if (mode_ == Mode::Eval) {  // sharded with the batch: each tower its rows' weights
-    const std::int64_t rows = tower_batch_ * n;
-    std::vector<float> weights(static_cast<std::size_t>(rows), 1.0f);
-    for (std::int64_t r = real_examples.value_or(rows); r < rows; ++r) weights[r] = 0.0f;
-    all[kExampleWeights] = HostTensor::floats({rows}, weights);
-  }
-  const std::vector<HostBatch> shards = shard(all, n);
-  // Every tower draws its random numbers (dropout) for the global step, in
-  // every variable mode: a resumed run draws what an uninterrupted one did.
-  const std::uint64_t step = global_step();
-  const bool exchange = mode_ == Mode::Train && n > 1;
-  check_batch(shards.front());
-  std::vector<Ticket> done(static_cast<std::size_t>(n));
-  const auto run_tower = [&](int i) {
-    Tower& t = towers_[static_cast<std::size_t>(i)];
-    for (const auto& [name, value] : shards[static_cast<std::size_t>(i)]) {
-      if (name == kExampleWeights && !t.takes_example_weights) continue;
-      if (value.dtype == DType::F32) {
-        t.executor->feed(name, value.f32);
-      } else {
-        t.executor->feed(name, value.i32);
-      }
-    }
-    t.executor->set_step(step);
-    const Ticket ticket = t.executor->run(t.arrived);
-    t.arrived.clear();
-    // Each bucket goes as soon as the backward pass has written it.
-    if (exchange) {
-      for (int b = 0; b < buckets_; ++b) {
-        hand_over(static_cast<std::size_t>(i), b, t.executor->ready(static_cast<std::size_t>(b)));
-      }
-    }
-    ticket.wait();
-    done[static_cast<std::size_t>(i)] = ticket;
-    tower_ms_[static_cast<std::size_t>(i)] = t.executor->device_ms().value_or(0.0);
-  };
-  tower_ms_.resize(static_cast<std::size_t>(n));
-  if (!threads_) {
-    run_tower(0);
-    return done;
-  }
-  try {
-    threads_->run(run_tower);
-  } catch (...) {
-    // A tower failed part-way: what the others handed over is dropped, so
-    // the next step starts clean.
-    if (reducer_) reducer_->abandon();
-    for (Share& share : shares_) {
-      if (share.reducer) share.reducer->abandon();
-    }
-    throw;
-  }
-  return done;
-}
-
-void TowerRun::check_batch(const HostBatch& shard) const {
-  const Tower& t = towers_.front();
-  for (const auto& [name, value] : shard) {
-    if (name == kExampleWeights) continue;
-    const std::optional<Tensor> input = t.graph->find_input(name);
-    if (!input) {
-      throw Error(fmt::format("the batch has an entry '{}' that the model has no input for", name));
-    }
-    if (!t.executor->takes_input(name)) {
-      throw Error(fmt::format(
-          "the batch has an entry '{}' that the model does not use; leave it out", name));
-    }
-    if (input->dtype() != value.dtype || input->shape().elements() != value.shape.elements()) {
-      throw Error(fmt::format(
-          "the batch's '{}' holds {} values of shape {} per tower, but the model's input is {} "
-          "of shape {}",
-          name, to_string(value.dtype), value.shape.str(), to_string(input->dtype()),
-          input->shape().str()));
-    }
-  }
-}
-
-void TowerRun::hand_over(std::size_t tower, int bucket, const Ticket& ready) {
-  if (reducer_) reducer_->arrive(tower, bucket, ready);
-  for (Share& share : shares_) {
-    if (share.reducer) share.reducer->arrive(tower, bucket, ready);
-  }
-}
-
-void TowerRun::settle() {
-  for (Tower& t : towers_) {
-    for (const Ticket& a : t.arrived) a.wait();
-    t.arrived.clear();
-  }
-}
-
-void TowerRun::train_step(const HostBatch& features, const HostBatch& labels) {
-  if (mode_ != Mode::Train) throw Error("train_step: this model was built for another mode");
-  using Clock = std::chrono::steady_clock;
-  const auto ms = [](Clock::time_point a, Clock::time_point b) {
-    return std::chrono::duration<double, std::milli>(b - a).count();
-  };
-  const Clock::time_point start = Clock::now();
-  const std::vector<Ticket> done = run_towers(features, labels);
-  const Clock::time_point towers_done = Clock::now();
-  times_ = {ms(start, towers_done), 0, 0, 0};
-  times_.slowest_tower = *std::max_element(tower_ms_.begin(), tower_ms_.end());
-  const auto finish = [&] { times_.step = ms(start, Clock::now()); };
-  if (towers() == 1) return finish();
-  ++step_thread_waits_;  // joining the towers' threads
-  if (!shares_.empty()) {
-    step_round_robin();
-    times_.apply = ms(towers_done, Clock::now());
-    return finish();
-  }
-  // Every bucket's sum is submitted; the sparse rows are on their way.
-  const Ticket summed = reducer_ ? reducer_->finish() : Ticket{};  // empty: all sparse
-  sparse_arrived_.clear();
-  for (std::size_t i = 0; i < towers_.size(); ++i) {  // sparse rows, concatenated
-    for (const auto& copy : towers_[i].sparse_in) {
-      sparse_arrived_.push_back(copy->start({&done[i], 1})[0]);
-    }
-  }
-  const Clock::time_point reduced = Clock::now();
-  times_.reduce = ms(towers_done, reduced);
-  if (!master_) {  // Mirrored: the sum to every tower, each updates its own replica
-    const std::span<const Ticket> arrived = broadcast_->start({&summed, 1});
-    for (std::size_t i = 0; i < towers_.size(); ++i) {
-      // Tower i's next step runs after its update on its own queue.
-      towers_[i].updates->run(arrived.subspan(i, 1));
-    }
-    times_.apply = ms(reduced, Clock::now());
-    return finish();
-  }
-  // The update runs after the sums on the consolidation device's queue.
-  const Ticket applied = master_executor_->run(sparse_arrived_);
-  const Clock::time_point updated = Clock::now();
-  const std::span<const Ticket> arrived = broadcast_->start({&applied, 1});
-  for (std::size_t i = 0; i < towers_.size(); ++i) {
-    towers_[i].arrived.push_back(arrived[i]);
-    towers_[i].graph->set_global_step(master_->global_step());
-  }
-  times_.apply = ms(reduced, updated);
-  times_.copy_back = ms(updated, Clock::now());
-  finish();
-}
-
-TowerRun::HostWaits TowerRun::host_waits() const {
-  HostWaits waits{step_thread_waits_, 0};
-  if (broadcast_) waits.step_thread += broadcast_->host_waits();
-  for (const Tower& t : towers_) {
-    for (const auto& copy : t.sparse_in) waits.step_thread += copy->host_waits();
-  }
-  if (reducer_) waits.tower_threads += reducer_->host_waits();
-  for (const Share& share : shares_) {
-    for (const auto& copy : share.weights_back) waits.step_thread += copy->host_waits();
-    if (share.reducer) waits.tower_threads += share.reducer->host_waits();
-  }
-  return waits;
 }
 
 float TowerRun::loss() {
