@@ -287,6 +287,9 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
   std::uint64_t step = run.global_step();
   std::uint64_t saved_at = step;
   float loss = 0;
+  // The batch after this one is fed to the towers while this one trains.
+  std::optional<Batch> next;
+  bool fed = false;
   try {
     for (std::uint64_t batches = 1; batch; ++batches) {
       const std::int64_t rows = rows_of(batch->features, batch->labels, batch_size);
@@ -296,7 +299,17 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
             "batches (dataset_input with drop_remainder = true)",
             batches, rows, batch_size));
       }
-      run.train_step(batch->features, batch->labels);
+      next = !last || step + 1 < *last ? input->next() : std::nullopt;
+      // A short batch is not fed ahead: its own turn reports it.
+      const bool ahead = next && rows_of(next->features, next->labels, batch_size) == batch_size;
+      const HostBatch* next_features = ahead ? &next->features : nullptr;
+      const HostBatch* next_labels = ahead ? &next->labels : nullptr;
+      if (fed) {
+        run.train_step_fed(next_features, next_labels);
+      } else {
+        run.train_step(batch->features, batch->labels, next_features, next_labels);
+      }
+      fed = ahead;
       step = run.global_step();
       loss = run.loss();
       bool stop = last && step >= *last;
@@ -310,7 +323,7 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
         saved_at = step;
       }
       if (stop) break;
-      batch = input->next();
+      batch = std::move(next);
     }
   } catch (...) {
     log_->finish(step, loss);

@@ -205,7 +205,8 @@ void TowerRun::build_one_tower() {
     }
   }
   t.scaled_loss = t.spec.loss;
-  t.executor = std::make_unique<Executor>(*t.graph, fetches, ExecutorOptions{.timestamps = true});
+  t.executor = std::make_unique<Executor>(
+      *t.graph, fetches, ExecutorOptions{.timestamps = true, .double_buffered_feeds = true});
 }
 
 void TowerRun::build_training(const Instance& root, const std::vector<std::uint32_t>& devices,
@@ -259,9 +260,11 @@ void TowerRun::build_training(const Instance& root, const std::vector<std::uint3
   for (Tower& t : towers_) {
     std::vector<Tensor> fetches{t.scaled_loss};
     fetches.insert(fetches.end(), t.gradients.begin(), t.gradients.end());
-    t.executor = std::make_unique<Executor>(
-        *t.graph, fetches,
-        ExecutorOptions{.training = true, .ready_groups = ready_groups(t), .timestamps = true});
+    t.executor = std::make_unique<Executor>(*t.graph, fetches,
+                                            ExecutorOptions{.training = true,
+                                                            .ready_groups = ready_groups(t),
+                                                            .timestamps = true,
+                                                            .double_buffered_feeds = true});
   }
   if (mirrored) {
     build_mirrored(root, devices, updates);

@@ -34,8 +34,19 @@ class TowerRun {
   ~TowerRun();
 
   /// One training step on a global batch: shard, run every tower, reduce the
-  /// gradients, apply, copy the weights back.
-  void train_step(const HostBatch& features, const HostBatch& labels);
+  /// gradients, apply, copy the weights back. Given the next batch too, every
+  /// tower uploads its shard of it while this step computes (double-buffered
+  /// feeds); train_step_fed() then trains on it.
+  ///
+  ///   run.train_step(first.features, first.labels, &second.features, &second.labels);
+  ///   run.train_step_fed(&third.features, &third.labels);  // trains on `second`
+  ///   run.train_step_fed();                                // trains on `third`
+  void train_step(const HostBatch& features, const HostBatch& labels,
+                  const HostBatch* next_features = nullptr, const HostBatch* next_labels = nullptr);
+  /// A training step on the batch the previous step was given as its next one
+  /// (vkt::Error when it was given none); the same results as train_step on it.
+  void train_step_fed(const HostBatch* next_features = nullptr,
+                      const HostBatch* next_labels = nullptr);
   /// Evaluation (Mode::Eval): adds one global batch to the loss and to every
   /// metric's accumulators, summed over the towers. Only the first
   /// `real_examples` rows (default: all) are examples; the rest is padding:
@@ -158,8 +169,21 @@ class TowerRun {
   /// Feeds each tower its shard and runs it, each on its own thread; in
   /// training, hands every bucket of its gradients to the reducers as it is
   /// written. Returns when every tower is done.
+  struct NextBatch {  // no member initializers: it is a default argument below
+    const HostBatch* features;
+    const HostBatch* labels;
+  };
   std::vector<Ticket> run_towers(const HostBatch& features, const HostBatch& labels,
-                                 std::optional<std::int64_t> real_examples = std::nullopt);
+                                 std::optional<std::int64_t> real_examples = std::nullopt,
+                                 const NextBatch& next = NextBatch{nullptr, nullptr},
+                                 bool fed = false);
+  void train(const HostBatch& features, const HostBatch& labels, const HostBatch* next_features,
+             const HostBatch* next_labels, bool fed);
+  /// The global batch cut into the towers' shards, checked (check_batch).
+  std::vector<HostBatch> shards_of(const HostBatch& features, const HostBatch& labels,
+                                   std::optional<std::int64_t> real_examples) const;
+  void feed(int tower, const HostBatch& shard);
+
   /// vkt::Error, before any tower runs, for an entry of a tower's shard that the
   /// model has no input for, does not use, or takes in another type or shape.
   void check_batch(const HostBatch& shard) const;
@@ -192,6 +216,7 @@ class TowerRun {
   int buckets_ = 1;
   std::uint64_t step_thread_waits_ = 0;
   std::vector<double> tower_ms_;  // per tower, the last run's device time
+  bool prefed_ = false;           // the next step's batch is in the towers' feed buffers
   // RoundRobin: one share of the variables per device.
   struct Share {
     std::unique_ptr<Instance> instance;

@@ -53,8 +53,8 @@ std::vector<std::vector<Tensor>> TowerRun::ready_groups(const Tower& t) const {
   return groups;
 }
 
-std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBatch& labels,
-                                         std::optional<std::int64_t> real_examples) {
+std::vector<HostBatch> TowerRun::shards_of(const HostBatch& features, const HostBatch& labels,
+                                           std::optional<std::int64_t> real_examples) const {
   const int n = towers();
   HostBatch all;
   for (const auto& [key, value] : features) all[input_name(key, "features")] = value;
@@ -65,26 +65,46 @@ std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBa
     for (std::int64_t r = real_examples.value_or(rows); r < rows; ++r) weights[r] = 0.0f;
     all[kExampleWeights] = HostTensor::floats({rows}, weights);
   }
-  const std::vector<HostBatch> shards = shard(all, n);
+  std::vector<HostBatch> shards = shard(all, n);
+  check_batch(shards.front());
+  return shards;
+}
+
+void TowerRun::feed(int tower, const HostBatch& shard) {
+  Tower& t = towers_[static_cast<std::size_t>(tower)];
+  for (const auto& [name, value] : shard) {
+    if (name == kExampleWeights && !t.takes_example_weights) continue;
+    if (value.dtype == DType::F32) {
+      t.executor->feed(name, value.f32);
+    } else {
+      t.executor->feed(name, value.i32);
+    }
+  }
+}
+
+std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBatch& labels,
+                                         std::optional<std::int64_t> real_examples,
+                                         const NextBatch& next, bool fed) {
+  const int n = towers();
+  const std::vector<HostBatch> shards =
+      fed ? std::vector<HostBatch>{} : shards_of(features, labels, real_examples);
+  const std::vector<HostBatch> next_shards =
+      next.features ? shards_of(*next.features, *next.labels, std::nullopt)
+                    : std::vector<HostBatch>{};
+  prefed_ = false;
   // Every tower draws its random numbers (dropout) for the global step, in
   // every variable mode: a resumed run draws what an uninterrupted one did.
   const std::uint64_t step = global_step();
   const bool exchange = mode_ == Mode::Train && n > 1;
-  check_batch(shards.front());
   std::vector<Ticket> done(static_cast<std::size_t>(n));
   const auto run_tower = [&](int i) {
     Tower& t = towers_[static_cast<std::size_t>(i)];
-    for (const auto& [name, value] : shards[static_cast<std::size_t>(i)]) {
-      if (name == kExampleWeights && !t.takes_example_weights) continue;
-      if (value.dtype == DType::F32) {
-        t.executor->feed(name, value.f32);
-      } else {
-        t.executor->feed(name, value.i32);
-      }
-    }
+    if (!fed) feed(i, shards[static_cast<std::size_t>(i)]);
     t.executor->set_step(step);
     const Ticket ticket = t.executor->run(t.arrived);
     t.arrived.clear();
+    // The next batch's shard goes to the other feed buffer while this step runs.
+    if (!next_shards.empty()) feed(i, next_shards[static_cast<std::size_t>(i)]);
     // Each bucket goes as soon as the backward pass has written it.
     if (exchange) {
       for (int b = 0; b < buckets_; ++b) {
@@ -98,11 +118,13 @@ std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBa
   tower_ms_.resize(static_cast<std::size_t>(n));
   if (!threads_) {
     run_tower(0);
+    prefed_ = !next_shards.empty();
     return done;
   }
   try {
     threads_->run(run_tower);
   } catch (...) {
+    prefed_ = false;
     // A tower failed part-way: what the others handed over is dropped, so
     // the next step starts clean.
     if (reducer_) reducer_->abandon();
@@ -111,6 +133,7 @@ std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBa
     }
     throw;
   }
+  prefed_ = !next_shards.empty();
   return done;
 }
 
@@ -150,14 +173,34 @@ void TowerRun::settle() {
   }
 }
 
-void TowerRun::train_step(const HostBatch& features, const HostBatch& labels) {
+void TowerRun::train_step_fed(const HostBatch* next_features, const HostBatch* next_labels) {
+  if (!prefed_) {
+    throw Error(
+        "train_step_fed: no batch was fed for this step; give it as the next batch of the "
+        "previous train_step");
+  }
+  static const HostBatch none;
+  train(none, none, next_features, next_labels, /*fed=*/true);
+}
+
+void TowerRun::train_step(const HostBatch& features, const HostBatch& labels,
+                          const HostBatch* next_features, const HostBatch* next_labels) {
+  train(features, labels, next_features, next_labels, /*fed=*/false);
+}
+
+void TowerRun::train(const HostBatch& features, const HostBatch& labels,
+                     const HostBatch* next_features, const HostBatch* next_labels, bool fed) {
   if (mode_ != Mode::Train) throw Error("train_step: this model was built for another mode");
+  if ((next_features == nullptr) != (next_labels == nullptr)) {
+    throw Error("train_step: give the next batch's features and labels together, or neither");
+  }
   using Clock = std::chrono::steady_clock;
   const auto ms = [](Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double, std::milli>(b - a).count();
   };
   const Clock::time_point start = Clock::now();
-  const std::vector<Ticket> done = run_towers(features, labels);
+  const std::vector<Ticket> done =
+      run_towers(features, labels, std::nullopt, {next_features, next_labels}, fed);
   const Clock::time_point towers_done = Clock::now();
   times_ = {ms(start, towers_done), 0, 0, 0};
   times_.slowest_tower = *std::max_element(tower_ms_.begin(), tower_ms_.end());

@@ -248,8 +248,17 @@ void Executor::plan(const std::vector<int>& order) {
   feed_arena_ = make(feed_bytes);
   constant_arena_ = make(const_bytes);
   activation_arena_ = make(activation_bytes);
-  if (!feed_arena_.mapped()) {
+  if (options_.double_buffered_feeds) {
+    for (int k = 0; k < 2; ++k) {
+      feed_buffers_[k] = Buffer(device, feed_arena_.size(), BufferKind::Staging);
+      feed_copies_[k].emplace(device);
+      feed_copies_[k]->copy(feed_buffers_[k], feed_arena_);
+    }
+  } else if (!feed_arena_.mapped()) {
     feed_staging_ = Buffer(device, feed_arena_.size(), BufferKind::Staging);
+  }
+  for (const auto& [id, place] : places_) {
+    if (g.info(Tensor(graph_, id)).kind == TensorKind::Input) ++inputs_;
   }
   std::vector<std::byte> constants(constant_arena_.size());
   for (const auto& [id, data] : g.constant_data()) {
@@ -335,6 +344,7 @@ BufferRange Executor::range(const Tensor& tensor) const {
 }
 
 std::span<std::byte> Executor::feed_host() {
+  if (options_.double_buffered_feeds) return feed_buffers_[next_feed_].host();
   return feed_staging_ ? feed_staging_.host() : feed_arena_.host();
 }
 
@@ -354,7 +364,12 @@ void Executor::feed_bytes(const std::string& name, std::span<const std::byte> by
                             name, input->shape().str(), input->shape().elements(),
                             bytes.size() / 4));
   }
-  last_.wait();  // the last run may still read the old values
+  if (options_.double_buffered_feeds) {
+    feed_copied_[next_feed_].wait();  // the copy that last read this buffer
+    if (fresh_names_.emplace(name, 1).second) ++fresh_;
+  } else {
+    last_.wait();  // the last run may still read the old values
+  }
   std::memcpy(feed_host().data() + place->second.offset, bytes.data(), bytes.size());
   fed_[name] = 1;
 }
@@ -397,7 +412,17 @@ Ticket Executor::run(std::span<const Ticket> waits) {
     }
     all_fed_ = true;
   }
-  last_.wait();
+  if (options_.double_buffered_feeds) {
+    if (fresh_ != inputs_) {
+      throw Error(fmt::format(
+          "run: {} of {} inputs were fed since the last run; with double-buffered feeds "
+          "every input is fed before each run",
+          fresh_, inputs_));
+    }
+    feed_copied_[next_feed_].wait();
+  } else {
+    last_.wait();
+  }
   // A new global step (restored, or trained by another program) restarts the
   // random streams there: a resumed run draws what the uninterrupted one did.
   if (graph_->global_step() != seen_global_step_) step_ = graph_->global_step();
@@ -412,6 +437,13 @@ Ticket Executor::run(std::span<const Ticket> waits) {
                                params_context);
   }
   ++step_;
+  if (options_.double_buffered_feeds) {
+    // The step's start barrier orders it after this copy on the queue.
+    feed_copied_[next_feed_] = feed_copies_[next_feed_]->submit(waits);
+    next_feed_ ^= 1;
+    fresh_ = 0;
+    fresh_names_.clear();
+  }
   last_ = stream_.submit(waits);
   graph_->set_last_run(last_);
   if (updates_ && options_.training) graph_->set_global_step(graph_->global_step() + 1);

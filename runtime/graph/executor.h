@@ -26,6 +26,12 @@ struct ExecutorOptions {
   /// Time every run on the device (timestamp queries; ignored where the device
   /// has none): device_ms().
   bool timestamps = false;
+  /// Two host buffers take the feeds in turn, each copied into the feed arena
+  /// by the device as the first work of its run: feeding the next run's inputs
+  /// waits only for the copy two runs back, never for the running step, so the
+  /// next batch uploads while this one computes. Every input must then be fed
+  /// before each run.
+  bool double_buffered_feeds = false;
 };
 
 /// Runs the part of a Graph that `fetches` need. At construction it places every
@@ -114,6 +120,16 @@ class Executor {
   Buffer gradient_arena_;
   Buffer feed_arena_;
   Buffer feed_staging_;  // when the feed arena is not mapped
+  // Double-buffered feeds: the two host buffers, their copies into the feed
+  // arena, the copies' last tickets, the one the next run takes, and the
+  // inputs fed for it.
+  Buffer feed_buffers_[2];
+  std::optional<Stream> feed_copies_[2];
+  Ticket feed_copied_[2];
+  int next_feed_ = 0;
+  std::size_t inputs_ = 0;
+  std::size_t fresh_ = 0;
+  std::map<std::string, int> fresh_names_;
   Buffer constant_arena_;
   Buffer activation_arena_;
   Stream stream_;

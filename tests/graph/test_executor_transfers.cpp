@@ -58,3 +58,31 @@ TEST_CASE("an executor fed, run and read in a loop makes nothing after the first
     }
   }
 }
+
+TEST_CASE(
+    "double-buffered feeds: the next input is fed while a run is queued, every run fed anew") {
+  const bool staged = GENERATE(false, true);
+  INFO("force_staging = " << staged);
+  vkt::Instance instance;
+  vkt::Device device(instance, 0, vkt::DeviceOptions{.force_staging = staged});
+  vkt::Graph g(device);
+  const Tensor x = g.input("x", {4});
+  const Tensor y = g.input("y", {4});
+  const Tensor out = x * y;
+  vkt::Executor exec(g, {out}, vkt::ExecutorOptions{.double_buffered_feeds = true});
+  const auto values = [](float base) {
+    return std::vector<float>{base, base + 1, base + 2, base + 3};
+  };
+  exec.feed("x", values(1));
+  exec.feed("y", values(2));
+  exec.run();
+  // Fed while the first run may still be queued: lands in the other buffer.
+  exec.feed("x", values(10));
+  exec.feed("y", values(-1));
+  CHECK(exec.read(out) == std::vector<float>{2, 6, 12, 20});
+  exec.run();
+  CHECK(exec.read(out) == std::vector<float>{-10, 0, 12, 26});
+  exec.feed("x", values(3));  // y not fed again: its buffer holds an older batch
+  CHECK_THROWS_WITH(exec.run(),
+                    Catch::Matchers::Contains("1 of 2 inputs were fed since the last run"));
+}

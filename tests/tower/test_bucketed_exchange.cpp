@@ -173,3 +173,57 @@ TEST_CASE("a batch the model cannot take is refused before any tower runs, chang
     }
   }
 }
+
+TEST_CASE("the next batch fed while a step runs trains to the same bits as feeding it then",
+          "[towers]") {
+  const int towers = GENERATE(1, 2);
+  const bool staged = GENERATE(false, true);
+  INFO(towers << " towers, staged " << staged);
+  std::mt19937 rng(9);
+  std::vector<HostBatch> features, labels;
+  for (int s = 0; s < 4; ++s) {
+    std::vector<float> x(kBatch * 5);
+    std::vector<std::int32_t> ids(kBatch * kIds), y(kBatch);
+    for (float& v : x) v = static_cast<float>(rng() % 200) / 100.0f - 1.0f;
+    for (auto& id : ids) id = static_cast<std::int32_t>(rng() % 4);
+    for (auto& v : y) v = static_cast<std::int32_t>(rng() % kClasses);
+    features.push_back({{"x", HostTensor::floats({kBatch, 5}, x)},
+                        {"ids", HostTensor::ints({kBatch, kIds}, ids)}});
+    labels.push_back({{"y", HostTensor::ints({kBatch}, y)}});
+  }
+  const auto run = [&](bool ahead) {
+    vkt::Instance instance;
+    const auto replicated = vkt::replicate_model_fn(
+        model(true), {.devices = std::vector<std::uint32_t>(static_cast<std::size_t>(towers), 0),
+                      .device_options = vkt::DeviceOptions{.force_staging = staged}});
+    vkt::ModelContext root(instance,
+                           {{"x", {{kBatch, 5}}}, {"ids", {{kBatch, kIds}, vkt::DType::I32}}},
+                           {{"y", {{kBatch}, vkt::DType::I32}}}, {.seed = 5});
+    vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
+    std::vector<float> losses;
+    if (!ahead) {
+      for (std::size_t s = 0; s < features.size(); ++s) {
+        spec.run->train_step(features[s], labels[s]);
+        losses.push_back(spec.run->loss());
+      }
+    } else {
+      CHECK_THROWS_WITH(spec.run->train_step_fed(), Catch::Matchers::Contains("no batch was fed"));
+      spec.run->train_step(features[0], labels[0], &features[1], &labels[1]);
+      losses.push_back(spec.run->loss());
+      spec.run->train_step_fed(&features[2], &labels[2]);
+      losses.push_back(spec.run->loss());
+      spec.run->train_step_fed(&features[3], &labels[3]);
+      losses.push_back(spec.run->loss());
+      spec.run->train_step_fed();
+      losses.push_back(spec.run->loss());
+      CHECK_THROWS_WITH(spec.run->train_step_fed(), Catch::Matchers::Contains("no batch was fed"));
+    }
+    losses.push_back(static_cast<float>(spec.run->global_step()));
+    for (const vkt::Variable& v : spec.run->tower_graph(0).variables()) {
+      const std::vector<float> values = spec.run->variable(v.tensor.name());
+      losses.insert(losses.end(), values.begin(), values.end());
+    }
+    return losses;
+  };
+  CHECK(run(true) == run(false));
+}
