@@ -76,6 +76,19 @@ BufferRange window_range(const Buffer& buffer, const Window& w) {
   return BufferRange(buffer, w.offset, std::min<std::uint64_t>(w.bytes, buffer.size() - w.offset));
 }
 
+// The slot windows of one part, from window `first` on, and their bases in
+// units of `unit_bytes`; a slot the optimizer lacks is bound to `vars`, unread.
+std::array<BufferRange, 3> slot_windows(const Buffer& arena, const WindowPart& part,
+                                        std::size_t first, std::size_t slots,
+                                        const BufferRange& vars, std::size_t unit_bytes,
+                                        std::uint32_t (&base)[3]) {
+  std::array<BufferRange, 3> slot{vars, vars, vars};
+  for (std::size_t k = 0; k < slots; ++k) slot[k] = window_range(arena, part.windows[first + k]);
+  for (std::size_t k = 0; k < 3; ++k)
+    base[k] = static_cast<std::uint32_t>(slot[k].offset / unit_bytes);
+  return slot;
+}
+
 /// Units (vec4s, elements) of the segments one part covers.
 std::uint64_t part_units(const WindowPart& part, const std::vector<WindowSegment>& segments) {
   std::uint64_t n = 0;
@@ -145,7 +158,7 @@ void ApplyOp::record(RecordContext& ctx, std::span<const Tensor> in, const Tenso
                                              tensor_alignment(device), type())) {
     const BufferRange vars = window_range(arena, part.windows[0]);
     const BufferRange grad = window_range(grads, part.windows[1]);
-    // Bases in vec4s; a slot the optimizer lacks is bound to the variables' window, unread.
+    // Bases in vec4s.
     DenseWindowPush push{part.first_segment,
                          part.end_segment,
                          static_cast<std::uint32_t>(part.first_unit),
@@ -153,11 +166,7 @@ void ApplyOp::record(RecordContext& ctx, std::span<const Tensor> in, const Tenso
                          static_cast<std::uint32_t>(vars.offset / 16),
                          static_cast<std::uint32_t>(grad.offset / 16),
                          {}};
-    BufferRange slot[3] = {vars, vars, vars};
-    for (std::size_t k = 0; k < slots_; ++k) slot[k] = window_range(arena, part.windows[2 + k]);
-    for (std::size_t k = 0; k < 3; ++k) {
-      push.slot_base[k] = static_cast<std::uint32_t>(slot[k].offset / 16);
-    }
+    const auto slot = slot_windows(arena, part, 2, slots_, vars, 16, push.slot_base);
     const BufferRange norm = has_norm_ ? ctx.buffer(in[0]) : grad;
     const std::uint64_t elements = 4 * part_units(part, segments);
     ctx.stream().dispatch(
@@ -248,7 +257,7 @@ void SparseApplyOp::record(RecordContext& ctx, std::span<const Tensor> in,
     const BufferRange vars = window_range(arena, part.windows[0]);
     const BufferRange values = window_range(grads, part.windows[1]);
     const BufferRange ids = window_range(grads, part.windows[2]);
-    // Bases in floats; a slot the optimizer lacks is bound to the variables' window, unread.
+    // Bases in floats.
     SparseWindowPush push{part.first_segment,
                           part.end_segment,
                           static_cast<std::uint32_t>(part.first_unit),
@@ -257,11 +266,7 @@ void SparseApplyOp::record(RecordContext& ctx, std::span<const Tensor> in,
                           static_cast<std::uint32_t>(values.offset / 4),
                           static_cast<std::uint32_t>(ids.offset / 4),
                           {}};
-    BufferRange slot[3] = {vars, vars, vars};
-    for (std::size_t k = 0; k < slots_; ++k) slot[k] = window_range(arena, part.windows[3 + k]);
-    for (std::size_t k = 0; k < 3; ++k) {
-      push.slot_base[k] = static_cast<std::uint32_t>(slot[k].offset / 4);
-    }
+    const auto slot = slot_windows(arena, part, 3, slots_, vars, 4, push.slot_base);
     std::uint64_t part_items = 0;  // every occurrence is scanned, whatever rows the part takes
     for (std::uint32_t s = part.first_segment; s < part.end_segment; ++s) part_items += items[s];
     const BufferRange norm = has_norm_ ? ctx.buffer(in[0]) : values;

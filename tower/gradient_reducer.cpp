@@ -170,7 +170,6 @@ void GradientReducer::build(const std::vector<std::vector<Segment>>& towers,
   for (const Segment& s : towers[0]) buckets = std::max(buckets, s.bucket + 1);
   sums_.reserve(static_cast<std::size_t>(buckets));
   for (int b = 0; b < buckets; ++b) sums_.emplace_back(device);
-  has_sum_.assign(static_cast<std::size_t>(buckets), false);
   const Kernel& kernel = device.kernel({.shader = "add_n", .local_size = {256, 1, 1}});
   for (std::size_t w = 0; w < windows.size(); ++w) {
     const std::size_t len = round16(windows[w].hi - windows[w].lo);
@@ -183,7 +182,6 @@ void GradientReducer::build(const std::vector<std::vector<Segment>>& towers,
                       {BufferRange(gathered_, base[w], n * len),
                        BufferRange(*destination_.buffer, destination_.offset + windows[w].lo, len)},
                       push, Stream::linear_groups(kernel, push.vectors));
-    has_sum_[b] = true;
   }
 
   // Each tower's pieces, merged into one copy where they are contiguous on both
@@ -236,7 +234,7 @@ void GradientReducer::arrive(std::size_t tower, int bucket, const Ticket& ready)
     arrivals_[b].push_back(copied);
   }
   std::lock_guard lock(mutex_);
-  if (++arrived_[b] < copies_.size() || !has_sum_[b]) return;
+  if (++arrived_[b] < copies_.size() || sums_[b].command_count() == 0) return;
   const Ticket summed = sums_[b].submit(arrivals_[b]);
   if (summed.value > last_sum_.value) last_sum_ = summed;
 }

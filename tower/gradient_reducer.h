@@ -93,7 +93,6 @@ class GradientReducer {
   BufferRange destination_;
   std::vector<std::vector<Copy>> copies_;  // per tower, in bucket order
   std::vector<Stream> sums_;               // per bucket (empty stream: nothing to sum)
-  std::vector<bool> has_sum_;
 
   std::mutex mutex_;
   std::vector<std::size_t> arrived_;           // per bucket, towers so far this step

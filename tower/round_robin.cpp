@@ -108,7 +108,7 @@ void TowerRun::step_round_robin() {
     if (!share.executor) continue;
     for (const auto& copy : share.weights_back) {
       const std::span<const Ticket> arrived = copy->start({&applied[j], 1});
-      for (std::size_t i = 0; i < towers_.size(); ++i) towers_[i].arrived.push_back(arrived[i]);
+      for (std::size_t i = 0; i < towers_.size(); ++i) weights_arrive(i, arrived[i]);
     }
     step = share.graph->global_step();
   }

@@ -339,7 +339,6 @@ Graph& TowerRun::variables_graph() const {
 }
 
 std::vector<float> TowerRun::variable(const std::string& name) {
-  settle();
   for (Graph* share : share_graphs()) {  // RoundRobin: the slots are only in the shares
     if (const std::optional<Tensor> var = share->find_variable(name)) return share->values(*var);
   }
@@ -356,7 +355,6 @@ std::vector<Graph*> TowerRun::share_graphs() const {
 }
 
 void TowerRun::save(const std::string& path) {
-  settle();
   if (!shares_.empty()) {  // RoundRobin: the masters and slots of every share, one file
     save_checkpoint(share_graphs(), global_step(), path);
     return;
@@ -365,7 +363,6 @@ void TowerRun::save(const std::string& path) {
 }
 
 void TowerRun::restore(const std::string& path) {
-  settle();
   const CheckpointMatch match =
       mode_ == Mode::Train ? CheckpointMatch::Exact : CheckpointMatch::GraphSubset;
   if (!shares_.empty()) {
@@ -391,7 +388,6 @@ std::uint64_t TowerRun::global_step() const {
 }
 
 void TowerRun::assign(const std::string& name, std::span<const float> values) {
-  settle();
   std::vector<Graph*> graphs;
   if (master_) graphs.push_back(master_.get());
   for (const Share& share : shares_) graphs.push_back(share.graph.get());

@@ -126,9 +126,9 @@ class TowerRun {
     std::vector<Tensor> accumulators;  // Eval: every metric's, in metric order
     bool takes_example_weights = false;
     std::unique_ptr<Executor> executor;
-    // The new weights' (or Mirrored's summed gradients') upload, which the
-    // tower's next run waits for on the device.
-    std::vector<Ticket> arrived;
+    // The new weights' upload, which the tower's next run waits for on the
+    // device. Also the graph's last run, so host access to the variables waits.
+    Ticket weights_arrived;
     // SharedLocalParameterServer: its rows of every sparse gradient into the
     // master's (values and indices, per sparse gradient in call order).
     std::vector<std::unique_ptr<CrossDeviceCopy>> sparse_in;
@@ -189,9 +189,10 @@ class TowerRun {
   void check_batch(const HostBatch& shard) const;
   /// Tower i's bucket b is written once `ready` completes: to every reducer.
   void hand_over(std::size_t tower, int bucket, const Ticket& ready);
-  /// Waits for the uploads the towers' next runs would wait for: before the
-  /// host reads or writes a tower's memory.
-  void settle();
+  /// Tower i's new weights arrive at `ticket` (of its Device; empty: already
+  /// there). Every upload to a tower is on its Device's transfer queue, so the
+  /// latest ticket covers the earlier ones.
+  void weights_arrive(std::size_t tower, const Ticket& ticket);
   /// A new Instance whose device `index` is the root instance's device `index`.
   static std::unique_ptr<Instance> own_instance(const Instance& root, std::uint32_t index);
   Graph& variables_graph() const;

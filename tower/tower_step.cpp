@@ -101,8 +101,8 @@ std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBa
     Tower& t = towers_[static_cast<std::size_t>(i)];
     if (!fed) feed(i, shards[static_cast<std::size_t>(i)]);
     t.executor->set_step(step);
-    const Ticket ticket = t.executor->run(t.arrived);
-    t.arrived.clear();
+    const Ticket ticket = t.executor->run({&t.weights_arrived, 1});
+    t.weights_arrived = Ticket{};
     // The next batch's shard goes to the other feed buffer while this step runs.
     if (!next_shards.empty()) feed(i, next_shards[static_cast<std::size_t>(i)]);
     // Each bucket goes as soon as the backward pass has written it.
@@ -166,11 +166,11 @@ void TowerRun::hand_over(std::size_t tower, int bucket, const Ticket& ready) {
   }
 }
 
-void TowerRun::settle() {
-  for (Tower& t : towers_) {
-    for (const Ticket& a : t.arrived) a.wait();
-    t.arrived.clear();
-  }
+void TowerRun::weights_arrive(std::size_t tower, const Ticket& ticket) {
+  Tower& t = towers_[tower];
+  if (ticket.device == nullptr || ticket.value <= t.weights_arrived.value) return;
+  t.weights_arrived = ticket;
+  t.graph->set_last_run(ticket);  // the tower's own run is done: host access waits for this
 }
 
 void TowerRun::train_step_fed(const HostBatch* next_features, const HostBatch* next_labels) {
@@ -236,7 +236,7 @@ void TowerRun::train(const HostBatch& features, const HostBatch& labels,
   const Clock::time_point updated = Clock::now();
   const std::span<const Ticket> arrived = broadcast_->start({&applied, 1});
   for (std::size_t i = 0; i < towers_.size(); ++i) {
-    towers_[i].arrived.push_back(arrived[i]);
+    weights_arrive(i, arrived[i]);
     towers_[i].graph->set_global_step(master_->global_step());
   }
   times_.apply = ms(reduced, updated);

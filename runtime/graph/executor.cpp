@@ -366,12 +366,13 @@ void Executor::feed_bytes(const std::string& name, std::span<const std::byte> by
   }
   if (options_.double_buffered_feeds) {
     feed_copied_[next_feed_].wait();  // the copy that last read this buffer
-    if (fresh_names_.emplace(name, 1).second) ++fresh_;
   } else {
     last_.wait();  // the last run may still read the old values
   }
   std::memcpy(feed_host().data() + place->second.offset, bytes.data(), bytes.size());
-  fed_[name] = 1;
+  const auto [entry, first] = fed_.try_emplace(name, runs_ + 1);
+  if (first || entry->second != runs_ + 1) ++fresh_;
+  entry->second = runs_ + 1;
 }
 
 bool Executor::takes_input(const std::string& name) const {
@@ -441,9 +442,9 @@ Ticket Executor::run(std::span<const Ticket> waits) {
     // The step's start barrier orders it after this copy on the queue.
     feed_copied_[next_feed_] = feed_copies_[next_feed_]->submit(waits);
     next_feed_ ^= 1;
-    fresh_ = 0;
-    fresh_names_.clear();
   }
+  ++runs_;
+  fresh_ = 0;
   last_ = stream_.submit(waits);
   graph_->set_last_run(last_);
   if (updates_ && options_.training) graph_->set_global_step(graph_->global_step() + 1);

@@ -114,8 +114,9 @@ class Executor {
   Graph* graph_;
   ExecutorOptions options_;
   std::vector<Tensor> fetches_;
-  std::map<int, Place> places_;  // tensor id -> place
-  std::map<std::string, int> fed_;
+  std::map<int, Place> places_;               // tensor id -> place
+  std::map<std::string, std::uint64_t> fed_;  // input -> runs_ when it was last fed
+  std::uint64_t runs_ = 0;
   bool all_fed_ = false;
   Buffer gradient_arena_;
   Buffer feed_arena_;
@@ -128,8 +129,7 @@ class Executor {
   Ticket feed_copied_[2];
   int next_feed_ = 0;
   std::size_t inputs_ = 0;
-  std::size_t fresh_ = 0;
-  std::map<std::string, int> fresh_names_;
+  std::size_t fresh_ = 0;  // inputs fed since the last run
   Buffer constant_arena_;
   Buffer activation_arena_;
   Stream stream_;

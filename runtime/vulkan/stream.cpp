@@ -122,7 +122,9 @@ double Stream::elapsed_ns(std::size_t from, std::size_t to) const {
                                     sizeof(std::uint64_t), &values[k], sizeof(std::uint64_t),
                                     VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
   }
-  return static_cast<double>(values[1] - values[0]) * device_->info().timestamp_period_ns;
+  // Signed: `to` may be the earlier one.
+  return static_cast<double>(static_cast<std::int64_t>(values[1] - values[0])) *
+         device_->info().timestamp_period_ns;
 }
 
 Ticket Stream::segment_ticket(std::size_t k) const {
