@@ -70,6 +70,19 @@ struct InputSpec {
   DType dtype = DType::F32;
 };
 
+class ProcessGroup;
+
+/// How one process's towers take part in a larger step: the other processes
+/// of the job, and the micro-batches whose gradients make one step.
+struct Distribution {
+  /// The job's processes (each with its own towers); null: this process alone.
+  /// Not owned: it outlives the model (mpi_world() lives until exit).
+  ProcessGroup* processes = nullptr;
+  /// k micro-batches' gradients summed before one exchange and one update
+  /// (PyTorch DDP's no_sync); the global step advances once per k.
+  int accumulate_steps = 1;
+};
+
 /// Where a model function builds. A root context (made by whoever runs the
 /// model) names the devices to use and the global batch's inputs; a tower
 /// context, which replicate_model_fn makes for each tower, gives the tower's
@@ -100,6 +113,10 @@ class ModelContext {
   const std::map<std::string, InputSpec>& feature_specs() const { return features_; }
   const std::map<std::string, InputSpec>& label_specs() const { return labels_; }
   const GraphOptions& graph_options() const { return graph_options_; }
+  /// Root contexts: the processes and micro-batches a step spans (default: one
+  /// process, one batch).
+  const Distribution& distribution() const { return distribution_; }
+  void set_distribution(const Distribution& distribution) { distribution_ = distribution; }
 
  private:
   Instance* instance_ = nullptr;
@@ -110,6 +127,7 @@ class ModelContext {
   std::map<std::string, InputSpec> features_;
   std::map<std::string, InputSpec> labels_;
   GraphOptions graph_options_;
+  Distribution distribution_{};
 };
 
 /// A model function: builds the model for one device from the features and
