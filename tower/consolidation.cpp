@@ -51,6 +51,8 @@ void TowerRun::build_master(const Instance& root, const std::vector<std::uint32_
       if (!gv.grad.sparse()) continue;
       external_sparse[gv.grad.values.id()] = master_->external_sparse_gradient(
           *master_->find_variable(gv.var.name()), n * gv.grad.values.shape()[0]);
+      master_sparse_.push_back(external_sparse[gv.grad.values.id()].values);
+      master_sparse_.push_back(external_sparse[gv.grad.values.id()].indices);
     }
   }
   std::vector<Tensor> updates;

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -15,7 +17,9 @@
 #include "../runtime/io/checkpoint_manager.h"
 #include "../runtime/vulkan/detail/log.h"
 #include "../runtime/vulkan/error.h"
+#include "../runtime/mpi/process_group.h"
 #include "hooks.h"
+#include "process_batches.h"
 #include "replicate.h"
 #include "tower_run.h"
 #include "training_log.h"
@@ -133,6 +137,12 @@ Estimator::Estimator(ModelFn model_fn, RunConfig config, Params params)
         "has no devices to run on");
   }
   if (config_.warm_start_from) check_warm_start_settings(*config_.warm_start_from);
+  if (!(config_.process_timeout_s >= 0.001 && config_.process_timeout_s <= 86400.0 * 365)) {
+    throw Error(fmt::format(
+        "RunConfig.process_timeout_s is {}; give the seconds a rank waits for the others "
+        "(0.001 to a year; 60 is the default)",
+        config_.process_timeout_s));
+  }
   if (config_.keep_checkpoint_max < 1) {
     throw Error(fmt::format("RunConfig.keep_checkpoint_max is {}; keep at least 1",
                             config_.keep_checkpoint_max));
@@ -147,7 +157,47 @@ Estimator::Estimator(ModelFn model_fn, RunConfig config, Params params)
     throw Error(fmt::format("RunConfig.model_dir '{}' cannot be created: {}", config_.model_dir,
                             ec.message()));
   }
-  log_ = std::make_unique<TrainingLog>(config_.model_dir, config_.progress, config_.plot_loss);
+  if (config_.mpi.value_or(launched_by_mpirun())) {
+    processes_ = &mpi_world();
+    processes_->set_timeout(std::chrono::milliseconds(
+        static_cast<std::int64_t>(std::llround(config_.process_timeout_s * 1000))));
+  }
+  // Only rank 0 shows progress and keeps metrics.csv and loss.png.
+  if (chief()) {
+    log_ = std::make_unique<TrainingLog>(config_.model_dir, config_.progress, config_.plot_loss);
+  }
+}
+
+int Estimator::rank() const { return processes_ ? processes_->rank() : 0; }
+
+std::optional<std::string> Estimator::chief_latest() const {
+  std::optional<std::string> latest = chief() ? latest_checkpoint() : std::nullopt;
+  if (!processes_) return latest;
+  // "" for none: a checkpoint's path is never empty.
+  const std::string path =
+      processes_->broadcast(latest.value_or(""), 0, "the newest checkpoint of rank 0's model_dir");
+  return path.empty() ? std::nullopt : std::optional<std::string>(path);
+}
+
+std::uint64_t Estimator::chief_global_step(const std::optional<std::string>& latest) const {
+  const auto trained = built_.find(Mode::Train);
+  if (trained != built_.end()) return trained->second->run->global_step();
+  std::uint64_t step = chief() && latest ? checkpoint_global_step(*latest) : 0;
+  if (processes_) {
+    processes_->broadcast(std::as_writable_bytes(std::span<std::uint64_t>(&step, 1)), 0,
+                          "rank 0's global step");
+  }
+  return step;
+}
+
+HostBatch Estimator::my_rows(const HostBatch& batch) const {
+  return processes_ ? rank_rows(batch, rank(), processes_->size()) : batch;
+}
+
+std::int64_t Estimator::my_real_rows(std::int64_t real, std::int64_t batch_size) const {
+  if (!processes_) return real;
+  const std::int64_t mine = batch_size / processes_->size();
+  return std::clamp<std::int64_t>(real - rank() * mine, 0, mine);
 }
 
 Estimator::~Estimator() {
@@ -187,7 +237,15 @@ std::optional<std::string> Estimator::latest_checkpoint() const {
   return CheckpointManager(config_.model_dir, config_.keep_checkpoint_max).latest();
 }
 
-Estimator::Built& Estimator::built(Mode mode, const Batch& first, std::int64_t batch_size) {
+Estimator::Built& Estimator::built(Mode mode, const Batch& first, std::int64_t global_batch) {
+  const int ranks = processes_ ? processes_->size() : 1;
+  if (global_batch % ranks != 0) {
+    throw Error(fmt::format(
+        "the input's batch of {} examples does not divide among {} processes; use a batch size "
+        "that is a multiple of {} (processes) x the towers per process",
+        global_batch, ranks, ranks));
+  }
+  const std::int64_t batch_size = global_batch / ranks;  // this rank's slice
   std::map<std::string, InputSpec> features = specs_of(first.features, batch_size, "feature");
   std::map<std::string, InputSpec> labels = mode == Mode::Predict
                                                 ? std::map<std::string, InputSpec>{}
@@ -220,6 +278,7 @@ Estimator::Built& Estimator::built(Mode mode, const Batch& first, std::int64_t b
   b->features = features;
   b->labels = labels;
   ModelContext root(instance_, features, labels, GraphOptions{.seed = config_.random_seed});
+  root.set_distribution({.processes = processes_});
   EstimatorSpec spec = model_fn_(root, {}, {}, mode, params_);
   if (!spec.run) throw Error("internal: a replicated model function returned no run");
   b->run = spec.run;
@@ -237,8 +296,8 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
   for (std::size_t i = 0; i < spec.hooks.size(); ++i) {
     if (!spec.hooks[i]) throw Error(fmt::format("train: hook {} of TrainSpec.hooks is null", i));
   }
-  const std::optional<std::string> latest = latest_checkpoint();
-  const std::uint64_t start = global_step();  // where the input resumes
+  const std::optional<std::string> latest = chief_latest();
+  const std::uint64_t start = chief_global_step(latest);  // where the input resumes
   std::optional<std::uint64_t> last;
   if (spec.steps) last = last_step(start, *spec.steps);
   if (spec.max_steps) last = *spec.max_steps;
@@ -247,7 +306,7 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
                        *last);
     return start;
   }
-  check_writable(config_.model_dir);
+  if (chief()) check_writable(config_.model_dir);
   std::unique_ptr<Input> input = input_fn(InputContext{start});
   std::optional<Batch> batch = input->next();
   if (!batch) throw Error("train: the input gave no batch");
@@ -260,11 +319,15 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
     run.restore(*latest);
     b.restored = latest;
     resumed_ = true;
-    detail::log().info("resuming from {} at global step {}", *latest, run.global_step());
+    if (chief()) {
+      detail::log().info("resuming from {} at global step {}", *latest, run.global_step());
+    }
   } else if (!latest && !b.restored && !b.warm_started && config_.warm_start_from) {
     warm_start(run, *config_.warm_start_from);
     b.warm_started = warm_started_ = true;
-    detail::log().info("warm-started from {}", config_.warm_start_from->ckpt_to_initialize_from);
+    if (chief()) {
+      detail::log().info("warm-started from {}", config_.warm_start_from->ckpt_to_initialize_from);
+    }
   }
 
   std::vector<std::shared_ptr<TrainingHook>> hooks = b.hooks;
@@ -272,10 +335,16 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
   hooks.push_back(std::make_shared<NanLossHook>());
   if (config_.log_step_count_steps > 0) {
     hooks.push_back(std::make_shared<LoggingHook>(config_.log_step_count_steps, batch_size,
-                                                  [this](const StepRate& r) { log_->rate(r); }));
+                                                  [this](const StepRate& r) {
+                                                    if (log_) log_->rate(r);
+                                                  }));
   }
   CheckpointManager checkpoints(config_.model_dir, config_.keep_checkpoint_max);
   const auto save = [&] {
+    if (!chief()) {  // rank 0 writes; every rank holds the same variables
+      b.restored = "rank 0's checkpoint";
+      return;
+    }
     const std::string path =
         checkpoints.save(run.global_step(), [&](const std::string& file) { run.save(file); });
     b.restored = path;
@@ -283,7 +352,7 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
   };
 
   for (const auto& hook : hooks) hook->begin();
-  log_->start(run.global_step(), last, batch_size, config_.save_summary_steps);
+  if (log_) log_->start(run.global_step(), last, batch_size, config_.save_summary_steps);
   std::uint64_t step = run.global_step();
   std::uint64_t saved_at = step;
   float loss = 0;
@@ -302,12 +371,20 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
       next = !last || step + 1 < *last ? input->next() : std::nullopt;
       // A short batch is not fed ahead: its own turn reports it.
       const bool ahead = next && rows_of(next->features, next->labels, batch_size) == batch_size;
-      const HostBatch* next_features = ahead ? &next->features : nullptr;
-      const HostBatch* next_labels = ahead ? &next->labels : nullptr;
+      // Each rank trains on its slice of the global batch.
+      std::optional<Batch> mine, next_mine;
+      if (processes_) {
+        mine = Batch{my_rows(batch->features), my_rows(batch->labels)};
+        if (ahead) next_mine = Batch{my_rows(next->features), my_rows(next->labels)};
+      }
+      const Batch& now = mine ? *mine : *batch;
+      const Batch* then = !ahead ? nullptr : next_mine ? &*next_mine : &*next;
+      const HostBatch* next_features = then ? &then->features : nullptr;
+      const HostBatch* next_labels = then ? &then->labels : nullptr;
       if (fed) {
         run.train_step_fed(next_features, next_labels);
       } else {
-        run.train_step(batch->features, batch->labels, next_features, next_labels);
+        run.train_step(now.features, now.labels, next_features, next_labels);
       }
       fed = ahead;
       step = run.global_step();
@@ -317,7 +394,7 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
         hook->after_step(step, loss);
         stop = stop || hook->should_stop();
       }
-      log_->step(step, loss);
+      if (log_) log_->step(step, loss);
       if (config_.save_checkpoints_steps > 0 && step % config_.save_checkpoints_steps == 0) {
         save();
         saved_at = step;
@@ -326,12 +403,12 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
       batch = std::move(next);
     }
   } catch (...) {
-    log_->finish(step, loss);
+    if (log_) log_->finish(step, loss);
     throw;
   }
   if (saved_at != step || !b.restored) save();
   for (const auto& hook : hooks) hook->end();
-  log_->finish(step, loss);
+  if (log_) log_->finish(step, loss);
   return step;
 }
 
@@ -344,7 +421,7 @@ std::map<std::string, double> Estimator::train_and_evaluate(const InputFn& train
     throw Error("train_and_evaluate: give the training steps or max_steps");
   }
   if (spec.steps && spec.max_steps) throw Error("train: give steps or max_steps, not both");
-  std::uint64_t step = global_step();
+  std::uint64_t step = chief_global_step(chief_latest());
   const std::uint64_t last = spec.max_steps ? *spec.max_steps : last_step(step, *spec.steps);
   std::map<std::string, double> result;
   do {
@@ -360,7 +437,7 @@ std::map<std::string, double> Estimator::train_and_evaluate(const InputFn& train
 
 std::map<std::string, double> Estimator::evaluate(const InputFn& input_fn,
                                                   std::optional<std::uint64_t> steps) {
-  const std::optional<std::string> latest = latest_checkpoint();
+  const std::optional<std::string> latest = chief_latest();
   if (!latest) {
     throw Error(fmt::format("evaluate: model_dir '{}' has no checkpoint; train the model first",
                             config_.model_dir));
@@ -378,19 +455,21 @@ std::map<std::string, double> Estimator::evaluate(const InputFn& input_fn,
     const std::int64_t rows = rows_of(batch->features, batch->labels, batch_size);
     pad(batch->features, batch_size);
     pad(batch->labels, batch_size);
-    run.evaluate_step(batch->features, batch->labels, rows);
+    // Each rank its slice of the padded batch: every example counted once.
+    run.evaluate_step(my_rows(batch->features), my_rows(batch->labels),
+                      my_real_rows(rows, batch_size));
     examples += rows;
     batch = input->next();
   }
   std::map<std::string, double> results = run.metrics();
   results["global_step"] = static_cast<double>(run.global_step());
   results["examples"] = static_cast<double>(examples);
-  log_->evaluated(run.global_step(), results);
+  if (log_) log_->evaluated(run.global_step(), results);
   return results;
 }
 
 HostBatch Estimator::predict(const InputFn& input_fn) {
-  const std::optional<std::string> latest = latest_checkpoint();
+  const std::optional<std::string> latest = chief_latest();
   if (!latest) {
     throw Error(fmt::format("predict: model_dir '{}' has no checkpoint; train the model first",
                             config_.model_dir));
@@ -406,7 +485,9 @@ HostBatch Estimator::predict(const InputFn& input_fn) {
   for (; batch; batch = input->next()) {
     const std::int64_t rows = rows_of(batch->features, {}, batch_size);
     pad(batch->features, batch_size);
-    const HostBatch predictions = run.predict_step(batch->features);
+    HostBatch predictions = run.predict_step(my_rows(batch->features));
+    // Every rank's rows on rank 0, in rank order: the batch's order.
+    if (processes_) predictions = gather_rows(*processes_, predictions, "predict");
     for (const auto& [name, t] : predictions) out[name].append_rows(t.slice_rows(0, rows));
   }
   return out;

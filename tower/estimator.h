@@ -16,6 +16,7 @@
 
 namespace vkt {
 
+class ProcessGroup;
 class TowerRun;
 class TrainingLog;
 
@@ -44,6 +45,16 @@ struct RunConfig {
   /// checkpoint in model_dir (see WarmStartSettings); a run that finds its own
   /// checkpoint resumes from it instead.
   std::optional<WarmStartSettings> warm_start_from{};
+  /// Several processes (one per host, each with its own towers) on Open MPI:
+  /// unset = join the MPI world when mpirun started this process; true =
+  /// always (vkt::Error when vktower was built without MPI); false = never.
+  /// Each rank reads the whole input and trains on its slice of every global
+  /// batch; only rank 0 logs, writes checkpoints, metrics.csv and loss.png,
+  /// and reads checkpoints (model_dir need not be shared: see DISTRIBUTED.md).
+  std::optional<bool> mpi{};
+  /// How long a rank waits for the others in any exchange before it stops
+  /// with an error naming the step and the rank that did not answer.
+  double process_timeout_s = 60;
 };
 
 /// How long train() runs: `steps` more steps, or until the global step
@@ -82,7 +93,8 @@ class Estimator {
   std::map<std::string, double> evaluate(const InputFn& input_fn,
                                          std::optional<std::uint64_t> steps = std::nullopt);
   /// Every prediction, one row per input example in input order (the short
-  /// last batch included): each entry is [examples, ...].
+  /// last batch included): each entry is [examples, ...]. Across processes,
+  /// on rank 0 (every rank predicts its slice); the other ranks get none.
   HostBatch predict(const InputFn& input_fn);
 
   /// tf.estimator.train_and_evaluate: trains to `spec.max_steps` (or
@@ -108,13 +120,27 @@ class Estimator {
   /// True when the last train() took its variables from RunConfig::warm_start_from.
   bool warm_started() const { return warm_started_; }
   Instance& instance() { return instance_; }
+  /// The job's processes (null: this process alone) and this one's rank.
+  ProcessGroup* processes() const { return processes_; }
+  int rank() const;
 
  private:
   struct Built;
   Built& built(Mode mode, const Batch& first, std::int64_t batch_size);
+  /// The newest checkpoint as rank 0 sees it (every rank gets the same answer).
+  std::optional<std::string> chief_latest() const;
+  /// Where training starts: the trained model's step, else rank 0's newest
+  /// checkpoint's, else 0 (the same on every rank).
+  std::uint64_t chief_global_step(const std::optional<std::string>& latest) const;
+  /// This rank's rows of a global batch; with `real` rows in it, how many of
+  /// this rank's rows are real.
+  HostBatch my_rows(const HostBatch& batch) const;
+  std::int64_t my_real_rows(std::int64_t real, std::int64_t batch_size) const;
+  bool chief() const { return rank() == 0; }
 
   ModelFn model_fn_;
   RunConfig config_;
+  ProcessGroup* processes_ = nullptr;
   Params params_;
   Instance instance_;
   std::map<Mode, std::unique_ptr<Built>> built_;

@@ -96,11 +96,14 @@ void TowerRun::build_round_robin(const Instance& root, const std::vector<std::ui
 void TowerRun::step_round_robin() {
   // Each share's update runs after its sums on its device's queue.
   std::vector<Ticket> applied(shares_.size());
+  std::vector<Ticket> summed;
+  for (Share& share : shares_) {
+    if (share.executor) summed.push_back(share.reducer->finish());
+  }
+  exchange_between_processes(summed);  // every process's sums, in rank order
   for (std::size_t j = 0; j < shares_.size(); ++j) {
     Share& share = shares_[j];
-    if (!share.executor) continue;
-    share.reducer->finish();
-    applied[j] = share.executor->run();
+    if (share.executor) applied[j] = share.executor->run();
   }
   std::uint64_t step = 0;
   for (std::size_t j = 0; j < shares_.size(); ++j) {

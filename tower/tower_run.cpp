@@ -10,7 +10,9 @@
 #include "../runtime/io/checkpoint.h"
 #include "../runtime/vulkan/error.h"
 #include "../runtime/vulkan/instance.h"
+#include "../runtime/mpi/process_group.h"
 #include "device_list.h"
+#include "process_exchange.h"
 #include "optimizer_calls.h"
 #include "sharding.h"
 #include "tower_inputs.h"
@@ -51,7 +53,10 @@ void validate_export(const std::string& name, const ExportOutput& output) {
 
 TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateOptions& options,
                    Mode mode, const Params& params)
-    : options_(options), calls_(std::make_unique<OptimizerCalls>()), mode_(mode) {
+    : options_(options),
+      processes_(root.distribution().processes),
+      calls_(std::make_unique<OptimizerCalls>()),
+      mode_(mode) {
   if (root.is_tower()) {
     throw Error(
         "a replicated model function is called with a root ModelContext (the instance "
@@ -76,6 +81,7 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
     build_training(instance, devices, scale);
   }
   if (n > 1) threads_ = std::make_unique<TowerThreads>(n);
+  if (processes() > 1) join_processes(root);
 }
 
 DeviceOptions TowerRun::device_options() const {
@@ -309,6 +315,7 @@ Device& TowerRun::consolidation_device(const Instance& root, std::uint32_t index
 
 TowerRun::~TowerRun() {
   threads_.reset();
+  exchange_.reset();
   // Whatever records on another object's device goes first.
   broadcast_.reset();
   for (Share& share : shares_) {
@@ -331,6 +338,10 @@ TowerRun::~TowerRun() {
 float TowerRun::loss() {
   float total = 0.0f;
   for (Tower& t : towers_) total += t.executor->read(t.scaled_loss)[0];  // tower order
+  if (processes() > 1) {  // rank order
+    processes_->allreduce_sum(std::span<float>(&total, 1),
+                              fmt::format("step {}: the loss", global_step()));
+  }
   return total;
 }
 
@@ -363,6 +374,11 @@ void TowerRun::save(const std::string& path) {
 }
 
 void TowerRun::restore(const std::string& path) {
+  if (processes() > 1) return restore_from_rank0(path);
+  restore_local(path);
+}
+
+void TowerRun::restore_local(const std::string& path) {
   const CheckpointMatch match =
       mode_ == Mode::Train ? CheckpointMatch::Exact : CheckpointMatch::GraphSubset;
   if (!shares_.empty()) {

@@ -19,6 +19,8 @@
 namespace vkt {
 
 struct OptimizerCalls;
+class ProcessExchange;
+class ProcessGroup;
 
 /// Owns every tower's Instance, Device, Graph and Executor, the consolidation
 /// device's master graph (variables, slots, the optimizers' updates) and the
@@ -78,7 +80,9 @@ class TowerRun {
   /// Loads a checkpoint made by save() for the same model and sends the values
   /// to every tower. vkt::Error (with nothing loaded) when it does not match.
   /// An Eval or Predict model takes the variables it has and ignores the
-  /// rest (optimizer slots).
+  /// rest (optimizer slots). Across processes it is collective: rank 0 reads
+  /// `path` and sends it to every rank (the others never open it, so a model_dir
+  /// need not be shared).
   void restore(const std::string& path);
   std::uint64_t global_step() const;
   /// Overwrites variable `name` wherever the model holds it (the master, every
@@ -110,6 +114,9 @@ class TowerRun {
   int buckets() const { return buckets_; }
 
   int towers() const { return static_cast<int>(towers_.size()); }
+  /// The job's processes (1 without a ProcessGroup) and this one's rank.
+  int processes() const;
+  int rank() const;
   Graph& tower_graph(int i) { return *towers_.at(i).graph; }
   const EstimatorSpec& tower_spec(int i) const { return towers_.at(i).spec; }
 
@@ -193,12 +200,23 @@ class TowerRun {
   /// there). Every upload to a tower is on its Device's transfer queue, so the
   /// latest ticket covers the earlier ones.
   void weights_arrive(std::size_t tower, const Ticket& ticket);
+  /// Across processes (tower/tower_processes.cpp): the model check, the
+  /// exchange of the step's gradients, rank 0's variables sent to every rank
+  /// (its checkpoint at `path`, or its variables as they are).
+  std::vector<std::string> describe(const ModelContext& root) const;
+  void join_processes(const ModelContext& root);
+  void exchange_between_processes(std::span<const Ticket> ready);
+  void restore_from_rank0(const std::optional<std::string>& path);
+  void restore_local(const std::string& path);
   /// A new Instance whose device `index` is the root instance's device `index`.
   static std::unique_ptr<Instance> own_instance(const Instance& root, std::uint32_t index);
   Graph& variables_graph() const;
   std::vector<Graph*> share_graphs() const;
 
   ReplicateOptions options_;
+  ProcessGroup* processes_ = nullptr;  // null: this process alone
+  std::unique_ptr<ProcessExchange> exchange_;
+  std::vector<Tensor> master_sparse_;  // the master's sparse gradients' values and indices
   std::vector<Tower> towers_;
   std::unique_ptr<OptimizerCalls> calls_;
   std::unique_ptr<Instance> master_instance_;

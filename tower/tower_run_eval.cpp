@@ -7,6 +7,7 @@
 #include <string>
 
 #include "../runtime/vulkan/error.h"
+#include "../runtime/mpi/process_group.h"
 #include "tower_run.h"
 
 namespace vkt {
@@ -54,9 +55,11 @@ void TowerRun::evaluate_step(const HostBatch& features, const HostBatch& labels,
                              std::optional<std::int64_t> real_examples) {
   if (mode_ != Mode::Eval) throw Error("evaluate_step: this model was built for another mode");
   const std::int64_t rows = tower_batch_ * towers();
-  if (real_examples && (*real_examples < 1 || *real_examples > rows)) {
-    throw Error(fmt::format("evaluate_step: {} real examples in a batch of {}; give 1 to {}",
-                            *real_examples, rows, rows));
+  // Across processes a rank's slice of the last batch may be padding only.
+  const std::int64_t fewest = processes() > 1 ? 0 : 1;
+  if (real_examples && (*real_examples < fewest || *real_examples > rows)) {
+    throw Error(fmt::format("evaluate_step: {} real examples in a batch of {}; give {} to {}",
+                            *real_examples, rows, fewest, rows));
   }
   run_towers(features, labels, real_examples);
   const std::int64_t real = real_examples.value_or(rows);
@@ -66,7 +69,7 @@ void TowerRun::evaluate_step(const HostBatch& features, const HostBatch& labels,
         std::clamp<std::int64_t>(real - i * tower_batch_, 0, tower_batch_);
     if (tower_real == 0) continue;  // padding only
     loss_sum_ += static_cast<double>(t.executor->read(t.scaled_loss)[0]) * tower_real;
-    examples_sum_ += static_cast<double>(tower_real) / towers();
+    examples_sum_ += static_cast<double>(tower_real) / (towers() * processes());
     std::size_t next = 0;
     for (const auto& [name, metric] : t.spec.eval_metric_ops) {
       std::vector<std::vector<double>>& sums = sums_.at(name);
@@ -94,10 +97,35 @@ void TowerRun::reset_metrics() {
 }
 
 std::map<std::string, double> TowerRun::metrics() const {
+  double loss_sum = loss_sum_, examples_sum = examples_sum_;
+  std::map<std::string, std::vector<std::vector<double>>> sums = sums_;
+  if (processes() > 1) {  // every process's sums, added in rank order
+    const Tower& first = towers_.front();
+    std::vector<double> flat{loss_sum, examples_sum};
+    std::size_t next = 0;
+    for (const auto& [name, metric] : first.spec.eval_metric_ops) {
+      for (std::vector<double>& s : sums.at(name)) {
+        const auto elements = static_cast<std::size_t>(first.accumulators[next++].shape().elements());
+        s.resize(metric.per_example ? elements / static_cast<std::size_t>(tower_batch_) : elements,
+                 0.0);
+        flat.insert(flat.end(), s.begin(), s.end());
+      }
+    }
+    processes_->allreduce_sum(std::span<double>(flat), "evaluation: the metrics' sums");
+    loss_sum = flat[0];
+    examples_sum = flat[1];
+    std::size_t at = 2;
+    for (auto& [name, per_accumulator] : sums) {
+      for (std::vector<double>& s : per_accumulator) {
+        std::copy_n(flat.begin() + static_cast<std::ptrdiff_t>(at), s.size(), s.begin());
+        at += s.size();
+      }
+    }
+  }
   std::map<std::string, double> out;
-  out["loss"] = examples_sum_ == 0 ? 0.0 : loss_sum_ / examples_sum_;
+  out["loss"] = examples_sum == 0 ? 0.0 : loss_sum / examples_sum;
   for (const auto& [name, metric] : towers_.front().spec.eval_metric_ops) {
-    out[name] = metric.value(sums_.at(name));
+    out[name] = metric.value(sums.at(name));
   }
   return out;
 }

@@ -220,6 +220,11 @@ void TowerRun::train(const HostBatch& features, const HostBatch& labels,
       sparse_arrived_.push_back(copy->start({&done[i], 1})[0]);
     }
   }
+  if (exchange_) {  // this process's sums, then every process's (rank order)
+    sparse_arrived_.push_back(summed);
+    exchange_between_processes(sparse_arrived_);
+    sparse_arrived_.pop_back();
+  }
   const Clock::time_point reduced = Clock::now();
   times_.reduce = ms(towers_done, reduced);
   if (!master_) {  // Mirrored: the sum to every tower, each updates its own replica

@@ -1,0 +1,57 @@
+#pragma once
+// The step's gradients summed (dense) and gathered (sparse rows) over processes.
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "../runtime/vulkan/buffer.h"
+#include "../runtime/vulkan/ticket.h"
+
+namespace vkt {
+
+class ProcessGroup;
+
+/// The second level of the hierarchical exchange: once each process has summed
+/// its own towers' gradients on its consolidation device, the sums are summed
+/// over the processes (in rank order, so every rank holds the same bits) and
+/// every process's sparse rows are gathered (in rank order), in place in the
+/// consolidation device's buffers. Every rank then applies the same update.
+/// Where the buffer is host-visible (lavapipe, integrated GPUs) MPI works on the
+/// mapped memory itself; elsewhere through a reused host chunk, so a large
+/// model needs no second full-size host buffer.
+///
+///   vkt::ProcessExchange exchange(world, {{&arena, 0, dense_bytes}}, {});
+///   exchange.run(summed, "step 7");  // arena holds the sum over every rank
+class ProcessExchange {
+ public:
+  /// A byte range of a consolidation-device buffer.
+  struct Part {
+    Buffer* buffer = nullptr;
+    std::size_t offset = 0;
+    std::size_t bytes = 0;
+  };
+  /// `sums`: f32 ranges summed over the processes. `blocks`: ranges made of
+  /// processes.size() equal blocks, this rank's block (rank() * bytes / size()
+  /// in) written by this process; the others' blocks are filled in.
+  ProcessExchange(ProcessGroup& processes, std::vector<Part> sums, std::vector<Part> blocks,
+                  std::size_t chunk_bytes = std::size_t{16} << 20);
+
+  /// Waits for `ready` (the work writing the parts), then exchanges. Collective:
+  /// every rank calls it once per step. `what` names the step in errors.
+  void run(std::span<const Ticket> ready, const std::string& what);
+
+  ProcessGroup& processes() const { return processes_; }
+
+ private:
+  void sum(const Part& part, const std::string& what);
+  void gather(const Part& part, const std::string& what);
+
+  ProcessGroup& processes_;
+  std::vector<Part> sums_;
+  std::vector<Part> blocks_;
+  std::size_t chunk_bytes_;
+  std::vector<std::byte> host_;  // staged parts: one chunk, reused
+};
+
+}  // namespace vkt
