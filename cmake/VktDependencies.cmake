@@ -34,3 +34,24 @@ endif()
 if(VKT_BUILD_SAMPLES OR VKT_BUILD_BENCH)
   vkt_require_package(CLI11 libcli11-dev)
 endif()
+
+# Open MPI (optional): the cross-process process group in runtime/mpi/. Its C API
+# is found through FindMPI's CXX component with the C++ bindings skipped: the C
+# component needs the C language enabled, which neither vktower nor a C++
+# consumer of the installed package enables.
+set(MPI_CXX_SKIP_MPICXX ON)
+find_package(MPI COMPONENTS CXX QUIET)
+set(_vkt_mpi_default OFF)
+if(MPI_CXX_FOUND)
+  set(_vkt_mpi_default ON)
+endif()
+option(VKT_WITH_MPI "Build the MPI process group (runtime/mpi/, Open MPI)" ${_vkt_mpi_default})
+if(VKT_WITH_MPI AND NOT MPI_CXX_FOUND)
+  message(FATAL_ERROR "VKT_WITH_MPI is ON but MPI was not found.\n"
+                      "Install it with: sudo apt-get install libopenmpi-dev openmpi-bin\n"
+                      "(or configure with -DVKT_WITH_MPI=OFF to build without it)")
+elseif(NOT VKT_WITH_MPI)
+  message(STATUS "vktower builds without MPI (one process only). To train across processes: "
+                 "apt-get install libopenmpi-dev openmpi-bin, then configure with -DVKT_WITH_MPI=ON")
+endif()
+unset(_vkt_mpi_default)

@@ -34,7 +34,8 @@ install(TARGETS vktower EXPORT vktowerTargets
 # ---- headers ---------------------------------------------------------------
 # Every *.h of runtime/, tower/ and optimizers/ (globbed again at build time, so
 # a new header is installed without re-running cmake by hand), except
-# runtime/vulkan/detail/log.h, which includes spdlog, a private dependency.
+# runtime/vulkan/detail/log.h, which includes spdlog, a private dependency, and
+# runtime/mpi/detail/, which includes <mpi.h> (MPI is private too).
 install(FILES "${PROJECT_SOURCE_DIR}/vktower.h"
         DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/vktower")
 file(GLOB_RECURSE _vkt_headers CONFIGURE_DEPENDS RELATIVE "${PROJECT_SOURCE_DIR}"
@@ -43,7 +44,7 @@ file(GLOB_RECURSE _vkt_headers CONFIGURE_DEPENDS RELATIVE "${PROJECT_SOURCE_DIR}
      "${PROJECT_SOURCE_DIR}/optimizers/*.h")
 list(SORT _vkt_headers)
 foreach(_vkt_header IN LISTS _vkt_headers)
-  if(_vkt_header STREQUAL "runtime/vulkan/detail/log.h")
+  if(_vkt_header STREQUAL "runtime/vulkan/detail/log.h" OR _vkt_header MATCHES "^runtime/mpi/detail/")
     continue()
   endif()
   get_filename_component(_vkt_header_dir "${_vkt_header}" DIRECTORY)
@@ -57,6 +58,11 @@ install(EXPORT vktowerTargets
   FILE vktowerTargets.cmake
   DESTINATION "${VKT_INSTALL_CMAKEDIR}")
 
+# A static libvktower built with MPI needs MPI at the consumer's link.
+set(VKT_MPI_DEPENDENCY OFF)
+if(VKT_WITH_MPI AND VKT_STATIC_LIBRARY)
+  set(VKT_MPI_DEPENDENCY ON)
+endif()
 configure_package_config_file(
   "${CMAKE_CURRENT_LIST_DIR}/vktowerConfig.cmake.in"
   "${PROJECT_BINARY_DIR}/vktowerConfig.cmake"
@@ -88,6 +94,20 @@ foreach(_vkt_dir LIBDIR INCLUDEDIR)
     set(VKT_PC_${_vkt_dir} "\${prefix}/${CMAKE_INSTALL_${_vkt_dir}}")
   endif()
 endforeach()
+set(VKT_PC_REQUIRES_PRIVATE "spdlog fmt zlib")
+set(VKT_PC_LIBS_PRIVATE "")
+if(VKT_WITH_MPI)
+  # Open MPI's own pkg-config module where there is one, else its libraries.
+  find_package(PkgConfig QUIET)
+  if(PkgConfig_FOUND)
+    pkg_check_modules(VKT_OMPI_PC QUIET ompi-c)
+  endif()
+  if(VKT_OMPI_PC_FOUND)
+    string(APPEND VKT_PC_REQUIRES_PRIVATE " ompi-c")
+  else()
+    list(JOIN MPI_CXX_LIBRARIES " " VKT_PC_LIBS_PRIVATE)
+  endif()
+endif()
 configure_file("${CMAKE_CURRENT_LIST_DIR}/vktower.pc.in" "${PROJECT_BINARY_DIR}/vktower.pc" @ONLY)
 install(FILES "${PROJECT_BINARY_DIR}/vktower.pc" DESTINATION "${VKT_PC_INSTALL_DIR}")
 

@@ -16,6 +16,8 @@ packages=(
   catch2 libbenchmark-dev
   # fuzzing (scripts/fuzz.sh): clang with libFuzzer and the sanitizer runtimes
   clang libclang-rt-14-dev
+  # Open MPI: training across processes and hosts (CMake option VKT_WITH_MPI)
+  libopenmpi-dev openmpi-bin
   # the Estimator draws model_dir/loss.png with gnuplot (optional at run time)
   gnuplot-nox
 )

@@ -1,0 +1,27 @@
+# cmake -P script behind vkt_add_mpi_test(... EXPECT_FAILURE <regex> WITHIN <s>):
+# runs the `|`-separated VKT_COMMAND and passes only when it exits non-zero
+# within VKT_WITHIN seconds with output matching VKT_REGEX.
+cmake_minimum_required(VERSION 3.24)
+foreach(var VKT_COMMAND VKT_REGEX VKT_WITHIN)
+  if("${${var}}" STREQUAL "")
+    message(FATAL_ERROR "VktMpiExpectFailure.cmake: ${var} is not set")
+  endif()
+endforeach()
+string(REPLACE "|" ";" command "${VKT_COMMAND}")
+string(TIMESTAMP start "%s")
+execute_process(COMMAND ${command} TIMEOUT ${VKT_WITHIN}
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(TIMESTAMP end "%s")
+math(EXPR elapsed "${end} - ${start}")
+message("${out}${err}")
+message(STATUS "exit: ${rc} after ${elapsed} s")
+if(NOT rc MATCHES "^[0-9]+$")
+  message(FATAL_ERROR "FAILED: the job did not end within ${VKT_WITHIN} s, or mpirun itself died (${rc})")
+endif()
+if(rc EQUAL 0)
+  message(FATAL_ERROR "FAILED: the job exited 0; a non-zero exit was expected")
+endif()
+if(NOT "${out}${err}" MATCHES "${VKT_REGEX}")
+  message(FATAL_ERROR "FAILED: the output does not match: ${VKT_REGEX}")
+endif()
+message(STATUS "passed: exit ${rc} within ${VKT_WITHIN} s, output matches ${VKT_REGEX}")

@@ -1,0 +1,115 @@
+// allreduce_sum: reduce-scatter then allgather, per chunk, summing in rank order.
+#include <algorithm>
+
+#include "mpi_process_group.h"
+
+namespace vkt::detail {
+
+namespace {
+
+// The first element of slice `j` when `n` elements are cut into `parts` slices
+// (sizes differ by at most one).
+std::size_t slice_begin(std::size_t n, int j, int parts) {
+  return n * static_cast<std::size_t>(j) / static_cast<std::size_t>(parts);
+}
+
+// out[i] = ((in[0][i] + in[1][i]) + in[2][i]) + ...: rank order, whatever rank
+// computes it, so every rank ends with the same bits. `out` may be one of `in`.
+// Blocked so that the additions vectorise and `out` is written after all reads.
+template <typename T>
+void sum_in_rank_order(const std::vector<const T*>& in, T* out, std::size_t n) {
+  constexpr std::size_t kBlock = 512;
+  T acc[kBlock];
+  for (std::size_t begin = 0; begin < n; begin += kBlock) {
+    const std::size_t m = std::min(kBlock, n - begin);
+    const T* first = in[0] + begin;
+    for (std::size_t i = 0; i < m; ++i) acc[i] = first[i];
+    for (std::size_t k = 1; k < in.size(); ++k) {
+      const T* next = in[k] + begin;
+      for (std::size_t i = 0; i < m; ++i) acc[i] += next[i];
+    }
+    std::copy(acc, acc + m, out + begin);
+  }
+}
+
+template <typename T>
+std::span<const std::byte> bytes_of(std::span<T> values) {
+  return std::as_bytes(values);
+}
+
+}  // namespace
+
+template <typename T>
+void MpiProcessGroup::allreduce_chunk(std::span<T> chunk, const CollectiveDeadline& deadline) {
+  const std::size_t n = chunk.size();
+  const std::size_t my_begin = slice_begin(n, rank_, size_);
+  const std::size_t my_size = slice_begin(n, rank_ + 1, size_) - my_begin;
+  const std::span<T> mine = chunk.subspan(my_begin, my_size);
+  T* const scratch = reinterpret_cast<T*>(scratch_.data());
+
+  // Reduce-scatter: every rank's copy of my slice into scratch (slot k for rank k).
+  {
+    MpiExchange exchange(comm_, deadline);
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_) continue;
+      const std::size_t begin = slice_begin(n, peer, size_);
+      const std::size_t size = slice_begin(n, peer + 1, size_) - begin;
+      if (my_size > 0) {
+        exchange.receive(std::as_writable_bytes(std::span<T>(
+                             scratch + static_cast<std::size_t>(peer) * my_size, my_size)),
+                         peer, kTagReduceSlices);
+      }
+      if (size > 0) exchange.send(bytes_of(chunk.subspan(begin, size)), peer, kTagReduceSlices);
+    }
+    exchange.wait();
+  }
+  if (my_size > 0) {
+    std::vector<const T*> in(static_cast<std::size_t>(size_));
+    for (int k = 0; k < size_; ++k) {
+      in[static_cast<std::size_t>(k)] =
+          k == rank_ ? mine.data() : scratch + static_cast<std::size_t>(k) * my_size;
+    }
+    sum_in_rank_order(in, mine.data(), my_size);
+  }
+  // Allgather: my summed slice to every rank, every other summed slice into place.
+  MpiExchange exchange(comm_, deadline);
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    const std::size_t begin = slice_begin(n, peer, size_);
+    const std::size_t size = slice_begin(n, peer + 1, size_) - begin;
+    if (size > 0) {
+      exchange.receive(std::as_writable_bytes(chunk.subspan(begin, size)), peer, kTagGatherSlices);
+    }
+    if (my_size > 0) exchange.send(bytes_of(mine), peer, kTagGatherSlices);
+  }
+  exchange.wait();
+}
+
+template <typename T>
+void MpiProcessGroup::allreduce(std::span<T> data, std::string_view what) {
+  collective(what, [&](const CollectiveDeadline& deadline) {
+    if (data.empty() || size_ == 1) return;
+    const std::size_t chunk = std::max<std::size_t>(1, chunk_bytes_ / sizeof(T));
+    // Slot k holds rank k's copy of this rank's slice: at most ceil(chunk / P)
+    // elements each, P slots (this rank's own slot unused).
+    const std::size_t slot = (std::min(chunk, data.size()) + static_cast<std::size_t>(size_) - 1) /
+                             static_cast<std::size_t>(size_);
+    const std::size_t scratch_bytes = slot * static_cast<std::size_t>(size_) * sizeof(T);
+    if (scratch_.size() * sizeof(double) < scratch_bytes) {
+      scratch_.resize((scratch_bytes + sizeof(double) - 1) / sizeof(double));
+    }
+    for (std::size_t begin = 0; begin < data.size(); begin += chunk) {
+      allreduce_chunk(data.subspan(begin, std::min(chunk, data.size() - begin)), deadline);
+    }
+  });
+}
+
+void MpiProcessGroup::allreduce_sum(std::span<float> data, std::string_view what) {
+  allreduce(data, what);
+}
+
+void MpiProcessGroup::allreduce_sum(std::span<double> data, std::string_view what) {
+  allreduce(data, what);
+}
+
+}  // namespace vkt::detail

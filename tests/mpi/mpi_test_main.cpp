@@ -1,0 +1,17 @@
+// Catch2 main for vkt-mpi-tests, run under mpirun: joins the MPI world before
+// any test, so every TEST_CASE runs on every rank (each case is collective).
+// A failure on any rank makes that rank, and so mpirun, exit non-zero.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <chrono>
+
+#include <vktower/runtime/mpi/process_group.h>
+
+int main(int argc, char* argv[]) {
+  vkt::ProcessGroup& world = vkt::mpi_world();
+  // A rank whose REQUIRE failed skips the rest of its case: the others stop at
+  // this deadline rather than wait for it until ctest's timeout.
+  world.set_timeout(std::chrono::seconds(60));
+  return Catch::Session().run(argc, argv);
+}
