@@ -35,7 +35,7 @@ HostBatch gather_rows(ProcessGroup& processes, const HostBatch& mine, const std:
         processes.gather(f32 ? bytes_of(t.f32) : bytes_of(t.i32), fmt::format("{}: '{}'", what, name));
     if (processes.rank() != 0) continue;
     const std::int64_t row = t.rows() > 0 ? t.shape.elements() / t.rows() : 1;
-    HostTensor all = t.slice_rows(0, 0);
+    HostTensor all;  // takes the first part's shape
     for (const std::vector<std::byte>& part : parts) {
       const std::int64_t values = static_cast<std::int64_t>(part.size() / 4);
       if (row == 0 || values % row != 0) {

@@ -71,7 +71,8 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
     throw Error("ReplicateOptions::bucket_bytes is 0; give the bucket size in bytes (e.g. 4 MiB)");
   }
   const bool sum = options.loss_reduction == LossReduction::Sum;
-  const float scale = n > 1 && !sum ? 1.0f / static_cast<float>(n) : 1.0f;
+  const int all = n * processes();
+  const float scale = all > 1 && !sum ? 1.0f / static_cast<float>(all) : 1.0f;
   build_towers(root, model_fn, devices, params, scale);
   if (mode != Mode::Train) {
     build_eval_predict(scale);

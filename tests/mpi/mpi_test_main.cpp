@@ -5,6 +5,9 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstdio>
+
+#include <vktower/runtime/vulkan/instance.h>
 
 #include <vktower/runtime/mpi/process_group.h>
 
@@ -13,5 +16,11 @@ int main(int argc, char* argv[]) {
   // A rank whose REQUIRE failed skips the rest of its case: the others stop at
   // this deadline rather than wait for it until ctest's timeout.
   world.set_timeout(std::chrono::seconds(60));
-  return Catch::Session().run(argc, argv);
+  const int failed = Catch::Session().run(argc, argv);
+  // The validation gate, as vkt-tests has it: any message fails the rank.
+  const std::uint64_t messages = vkt::Instance::process_validation_messages();
+  std::fprintf(stderr, "rank %d: validation layer: %s, validation messages: %llu\n", world.rank(),
+               vkt::InstanceOptions::from_environment().validation ? "on" : "OFF",
+               static_cast<unsigned long long>(messages));
+  return messages > 0 ? 1 : failed;
 }
