@@ -29,30 +29,70 @@ ProcessExchange::ProcessExchange(ProcessGroup& processes, std::vector<Part> sums
                               p.bytes, size));
     }
   }
+  staged_.resize(sums_.size());
+  for (std::size_t k = 0; k < sums_.size(); ++k) {
+    if (!sums_[k].buffer->mapped() && sums_[k].bytes > 0) build_staged(sums_[k], staged_[k]);
+  }
 }
 
-void ProcessExchange::run(std::span<const Ticket> ready, const std::string& what) {
-  for (const Ticket& t : ready) t.wait();
-  for (const Part& p : sums_) sum(p, what);
-  for (const Part& p : blocks_) gather(p, what);
+void ProcessExchange::build_staged(const Part& part, Staged& staged) const {
+  Device& device = part.buffer->device();
+  const std::size_t chunk = std::min(chunk_bytes_, part.bytes);
+  for (Buffer& b : staged.staging) b = Buffer(device, chunk, BufferKind::Staging);
+  for (std::size_t done = 0, c = 0; done < part.bytes; done += chunk, ++c) {
+    const std::size_t bytes = std::min(chunk, part.bytes - done);
+    const BufferRange on_device(*part.buffer, part.offset + done, bytes);
+    const BufferRange on_host(staged.staging[c % 2], 0, bytes);
+    staged.sizes.push_back(bytes);
+    staged.down.emplace_back(device).copy(on_device, on_host);
+    staged.up.emplace_back(device).copy(on_host, on_device);
+  }
 }
 
-void ProcessExchange::sum(const Part& part, const std::string& what) {
+std::vector<Ticket> ProcessExchange::run(std::span<const Ticket> ready, const std::string& what) {
+  std::vector<Ticket> done(sums_.size());
+  for (std::size_t k = 0; k < sums_.size(); ++k) done[k] = sum(k, ready, what);
+  if (!blocks_.empty()) {
+    for (const Ticket& t : ready) t.wait();
+    for (const Part& p : blocks_) gather(p, what);
+  }
+  return done;
+}
+
+Ticket ProcessExchange::sum(std::size_t k, std::span<const Ticket> ready,
+                            const std::string& what) {
+  const Part& part = sums_[k];
   const std::string label = what + ": the gradients' sum over processes";
-  if (part.buffer->mapped()) {
-    std::span<std::byte> bytes = part.buffer->host().subspan(part.offset, part.bytes);
-    processes_.allreduce_sum(
-        std::span<float>(reinterpret_cast<float*>(bytes.data()), bytes.size() / 4), label);
-    return;
+  const auto floats = [](std::span<std::byte> bytes) {
+    return std::span<float>(reinterpret_cast<float*>(bytes.data()), bytes.size() / 4);
+  };
+  // The ready tickets of this part's device; the others' work is not its.
+  std::vector<Ticket> waits;
+  for (const Ticket& t : ready) {
+    if (t.device == &part.buffer->device()) waits.push_back(t);
   }
-  host_.resize(std::min(chunk_bytes_, part.bytes));
-  for (std::size_t done = 0; done < part.bytes; done += host_.size()) {
-    const std::span<std::byte> chunk(host_.data(), std::min(host_.size(), part.bytes - done));
-    part.buffer->download(chunk, part.offset + done);
-    processes_.allreduce_sum(
-        std::span<float>(reinterpret_cast<float*>(chunk.data()), chunk.size() / 4), label);
-    part.buffer->upload(chunk, part.offset + done);
+  if (part.buffer->mapped() || part.bytes == 0) {
+    for (const Ticket& t : waits) t.wait();
+    processes_.allreduce_sum(floats(part.buffer->host().subspan(part.offset, part.bytes)), label);
+    return Ticket{};
   }
+  // Chunk c + 1 comes down while chunk c is exchanged; staging buffer c % 2 is
+  // written again only after chunk c's upload has read it.
+  Staged& s = staged_[k];
+  const std::size_t chunks = s.sizes.size();
+  std::vector<Ticket> down(chunks), up(chunks);
+  down[0] = s.down[0].submit(waits);
+  for (std::size_t c = 0; c < chunks; ++c) {
+    if (c + 1 < chunks) {
+      std::vector<Ticket> before = waits;
+      if (c >= 1) before.push_back(up[c - 1]);
+      down[c + 1] = s.down[c + 1].submit(before);
+    }
+    down[c].wait();
+    processes_.allreduce_sum(floats(s.staging[c % 2].host().first(s.sizes[c])), label);
+    up[c] = s.up[c].submit();
+  }
+  return up.back();  // one queue: the last upload follows the others
 }
 
 void ProcessExchange::gather(const Part& part, const std::string& what) {

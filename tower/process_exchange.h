@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "../runtime/vulkan/buffer.h"
+#include "../runtime/vulkan/stream.h"
 #include "../runtime/vulkan/ticket.h"
 
 namespace vkt {
@@ -18,11 +19,13 @@ class ProcessGroup;
 /// every process's sparse rows are gathered (in rank order), in place in the
 /// consolidation device's buffers. Every rank then applies the same update.
 /// Where the buffer is host-visible (lavapipe, integrated GPUs) MPI works on the
-/// mapped memory itself; elsewhere through a reused host chunk, so a large
-/// model needs no second full-size host buffer.
+/// mapped memory itself; elsewhere chunk by chunk through two staging buffers,
+/// the next chunk's download running on the device while the host exchanges
+/// the current one, so a large model needs no second full-size host buffer.
 ///
 ///   vkt::ProcessExchange exchange(world, {{&arena, 0, dense_bytes}}, {});
-///   exchange.run(summed, "step 7");  // arena holds the sum over every rank
+///   std::vector<vkt::Ticket> done = exchange.run(summed, "step 7");
+///   update.run(done);  // the arena holds the sum over every rank
 class ProcessExchange {
  public:
   /// A byte range of a consolidation-device buffer.
@@ -37,21 +40,32 @@ class ProcessExchange {
   ProcessExchange(ProcessGroup& processes, std::vector<Part> sums, std::vector<Part> blocks,
                   std::size_t chunk_bytes = std::size_t{16} << 20);
 
-  /// Waits for `ready` (the work writing the parts), then exchanges. Collective:
-  /// every rank calls it once per step. `what` names the step in errors.
-  void run(std::span<const Ticket> ready, const std::string& what);
+  /// Exchanges once `ready` (the work writing the parts, tickets of the parts'
+  /// devices) completes. Collective: every rank calls it once per step; `what`
+  /// names the step in errors. Returns, per summed part, the ticket (of its
+  /// device) after which it holds the sum: work reading it must wait for it.
+  /// The gathered parts are complete on return.
+  std::vector<Ticket> run(std::span<const Ticket> ready, const std::string& what);
 
   ProcessGroup& processes() const { return processes_; }
 
  private:
-  void sum(const Part& part, const std::string& what);
+  /// An unmapped summed part: its chunks' copies to and from two staging
+  /// buffers, recorded once.
+  struct Staged {
+    Buffer staging[2];
+    std::vector<std::size_t> sizes;  // per chunk
+    std::vector<Stream> down, up;    // per chunk: part -> staging[c % 2], and back
+  };
+  void build_staged(const Part& part, Staged& staged) const;
+  Ticket sum(std::size_t k, std::span<const Ticket> ready, const std::string& what);
   void gather(const Part& part, const std::string& what);
 
   ProcessGroup& processes_;
   std::vector<Part> sums_;
   std::vector<Part> blocks_;
   std::size_t chunk_bytes_;
-  std::vector<std::byte> host_;  // staged parts: one chunk, reused
+  std::vector<Staged> staged_;  // per summed part (empty streams where mapped)
 };
 
 }  // namespace vkt

@@ -100,10 +100,14 @@ void TowerRun::step_round_robin() {
   for (Share& share : shares_) {
     if (share.executor) summed.push_back(share.reducer->finish());
   }
-  exchange_between_processes(summed);  // every process's sums, in rank order
-  for (std::size_t j = 0; j < shares_.size(); ++j) {
+  // Every process's sums, in rank order: a ticket per share with a reducer.
+  const std::vector<Ticket> exchanged = exchange_between_processes(summed);
+  for (std::size_t j = 0, k = 0; j < shares_.size(); ++j) {
     Share& share = shares_[j];
-    if (share.executor) applied[j] = share.executor->run();
+    if (!share.executor) continue;
+    applied[j] = k < exchanged.size() ? share.executor->run({&exchanged[k], 1})
+                                      : share.executor->run();
+    ++k;
   }
   std::uint64_t step = 0;
   for (std::size_t j = 0; j < shares_.size(); ++j) {

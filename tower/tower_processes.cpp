@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -109,14 +110,17 @@ void TowerRun::join_processes(const ModelContext& root) {
     sums.push_back({&share.executor->gradient_arena(), share.reducer->sum().offset,
                     share.reducer->sum().size()});
   }
-  exchange_ = std::make_unique<ProcessExchange>(*processes_, std::move(sums), std::move(blocks));
+  // Staged parts go in pieces no larger than the devices' own host transfers.
+  const std::size_t chunk = std::min(std::size_t{16} << 20, device_options().staging_chunk_bytes);
+  exchange_ = std::make_unique<ProcessExchange>(*processes_, std::move(sums), std::move(blocks),
+                                                chunk);
   // Every rank starts from rank 0's variables, whatever its own seed made.
   restore_from_rank0(std::nullopt);
 }
 
-void TowerRun::exchange_between_processes(std::span<const Ticket> ready) {
-  if (!exchange_) return;
-  exchange_->run(ready, fmt::format("step {}", global_step() + 1));
+std::vector<Ticket> TowerRun::exchange_between_processes(std::span<const Ticket> ready) {
+  if (!exchange_) return {};
+  return exchange_->run(ready, fmt::format("step {}", global_step() + 1));
 }
 
 void TowerRun::restore_from_rank0(const std::optional<std::string>& path) {

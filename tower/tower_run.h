@@ -205,7 +205,9 @@ class TowerRun {
   /// (its checkpoint at `path`, or its variables as they are).
   std::vector<std::string> describe(const ModelContext& root) const;
   void join_processes(const ModelContext& root);
-  void exchange_between_processes(std::span<const Ticket> ready);
+  /// Per summed part (the master's or Mirrored's sum; RoundRobin: each share
+  /// with a reducer, in share order), the ticket its readers wait for.
+  std::vector<Ticket> exchange_between_processes(std::span<const Ticket> ready);
   void restore_from_rank0(const std::optional<std::string>& path);
   void restore_local(const std::string& path);
   /// A new Instance whose device `index` is the root instance's device `index`.

@@ -220,15 +220,17 @@ void TowerRun::train(const HostBatch& features, const HostBatch& labels,
       sparse_arrived_.push_back(copy->start({&done[i], 1})[0]);
     }
   }
+  Ticket summed_everywhere = summed;
   if (exchange_) {  // this process's sums, then every process's (rank order)
     sparse_arrived_.push_back(summed);
-    exchange_between_processes(sparse_arrived_);
-    sparse_arrived_.pop_back();
+    const std::vector<Ticket> exchanged = exchange_between_processes(sparse_arrived_);
+    sparse_arrived_.back() = exchanged.empty() ? Ticket{} : exchanged.front();
+    summed_everywhere = sparse_arrived_.back();
   }
   const Clock::time_point reduced = Clock::now();
   times_.reduce = ms(towers_done, reduced);
   if (!master_) {  // Mirrored: the sum to every tower, each updates its own replica
-    const std::span<const Ticket> arrived = broadcast_->start({&summed, 1});
+    const std::span<const Ticket> arrived = broadcast_->start({&summed_everywhere, 1});
     for (std::size_t i = 0; i < towers_.size(); ++i) {
       // Tower i's next step runs after its update on its own queue.
       towers_[i].updates->run(arrived.subspan(i, 1));

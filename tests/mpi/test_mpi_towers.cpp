@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <random>
 
 #include <vktower/optimizers/adam.h>
@@ -71,19 +72,20 @@ using Values = std::vector<std::vector<float>>;
 
 /// `towers` per process; with `processes`, this rank's slice of every batch.
 Values train(int towers, vkt::ProcessGroup* processes, vkt::VariableMode mode,
-             vkt::Params params = {}) {
+             std::optional<vkt::DeviceOptions> device_options = std::nullopt) {
   const Data d = data();
   vkt::Instance instance;
   const auto replicated = vkt::replicate_model_fn(
       mlp, {.devices = std::vector<std::uint32_t>(static_cast<std::size_t>(towers), 0),
-            .variable_mode = mode});
+            .variable_mode = mode,
+            .device_options = device_options});
   const int ranks = processes ? processes->size() : 1;
   const int rank = processes ? processes->rank() : 0;
   vkt::ModelContext root(instance, {{"x", {{kBatch / ranks, kIn}}}},
                          {{"y", {{kBatch / ranks}, vkt::DType::I32}}},
                          {.seed = static_cast<std::uint64_t>(9 + rank)});  // rank 0's must win
   root.set_distribution({.processes = processes});
-  vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, params);
+  vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
   Values out;
   for (int s = 0; s < kSteps; ++s) {
     spec.run->train_step(vkt::rank_rows(d.x[s], rank, ranks), vkt::rank_rows(d.y[s], rank, ranks));
@@ -135,6 +137,16 @@ TEST_CASE("2 processes x 2 towers train the MLP as 1 process x 4 towers, the sam
     }
     CHECK(same_on_every_rank(many));
     CHECK(train(2, &world(), mode) == many);  // a second run: the same bits
+  }
+}
+
+TEST_CASE("the staged exchange (a discrete GPU's), in chunks of 256 bytes, gives the mapped bits",
+          "[mpi]") {
+  const vkt::DeviceOptions staged{.force_staging = true, .staging_chunk_bytes = 256};
+  for (const auto mode : {vkt::VariableMode::SharedLocalParameterServer,
+                          vkt::VariableMode::Mirrored, vkt::VariableMode::RoundRobin}) {
+    INFO("variable mode " << static_cast<int>(mode));
+    CHECK(train(2, &world(), mode, staged) == train(2, &world(), mode, vkt::DeviceOptions{}));
   }
 }
 
