@@ -133,6 +133,12 @@ Estimator::Estimator(ModelFn model_fn, RunConfig config, Params params)
         "has no devices to run on");
   }
   if (config_.warm_start_from) check_warm_start_settings(*config_.warm_start_from);
+  if (config_.accumulate_steps < 1) {
+    throw Error(fmt::format(
+        "RunConfig.accumulate_steps is {}; give 1 or more micro-batches per global step (1: no "
+        "accumulation)",
+        config_.accumulate_steps));
+  }
   if (config_.keep_checkpoint_max < 1) {
     throw Error(fmt::format("RunConfig.keep_checkpoint_max is {}; keep at least 1",
                             config_.keep_checkpoint_max));
@@ -220,6 +226,9 @@ Estimator::Built& Estimator::built(Mode mode, const Batch& first, std::int64_t b
   b->features = features;
   b->labels = labels;
   ModelContext root(instance_, features, labels, GraphOptions{.seed = config_.random_seed});
+  Distribution distribution = root.distribution();
+  distribution.accumulate_steps = config_.accumulate_steps;
+  root.set_distribution(distribution);
   EstimatorSpec spec = model_fn_(root, {}, {}, mode, params_);
   if (!spec.run) throw Error("internal: a replicated model function returned no run");
   b->run = spec.run;
@@ -248,12 +257,21 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
     return start;
   }
   check_writable(config_.model_dir);
-  std::unique_ptr<Input> input = input_fn(InputContext{start});
+  const auto k = static_cast<std::uint64_t>(config_.accumulate_steps);
+  if (start > std::numeric_limits<std::uint64_t>::max() / k) {
+    throw Error(fmt::format(
+        "train: global step {} x accumulate_steps {} passes the largest batch number; the "
+        "input cannot resume there",
+        start, k));
+  }
+  std::unique_ptr<Input> input =
+      input_fn(InputContext{.start_step = start, .start_batch = start * k});
   std::optional<Batch> batch = input->next();
   if (!batch) throw Error("train: the input gave no batch");
   const std::int64_t batch_size = input->batch_size();
   Built& b = built(Mode::Train, *batch, batch_size);
   TowerRun& run = *b.run;
+  run.discard_micro_batches();  // an earlier call's input may have ended mid-step
   resumed_ = false;
   warm_started_ = false;
   if (latest && !b.restored) {
@@ -267,11 +285,16 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
     detail::log().info("warm-started from {}", config_.warm_start_from->ckpt_to_initialize_from);
   }
 
+  if (batch_size > std::numeric_limits<std::int64_t>::max() / config_.accumulate_steps) {
+    throw Error(fmt::format("train: batches of {} x accumulate_steps {} pass the largest count",
+                            batch_size, config_.accumulate_steps));
+  }
+  const std::int64_t step_examples = batch_size * config_.accumulate_steps;
   std::vector<std::shared_ptr<TrainingHook>> hooks = b.hooks;
   hooks.insert(hooks.end(), spec.hooks.begin(), spec.hooks.end());
   hooks.push_back(std::make_shared<NanLossHook>());
   if (config_.log_step_count_steps > 0) {
-    hooks.push_back(std::make_shared<LoggingHook>(config_.log_step_count_steps, batch_size,
+    hooks.push_back(std::make_shared<LoggingHook>(config_.log_step_count_steps, step_examples,
                                                   [this](const StepRate& r) { log_->rate(r); }));
   }
   CheckpointManager checkpoints(config_.model_dir, config_.keep_checkpoint_max);
@@ -283,7 +306,7 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
   };
 
   for (const auto& hook : hooks) hook->begin();
-  log_->start(run.global_step(), last, batch_size, config_.save_summary_steps);
+  log_->start(run.global_step(), last, step_examples, config_.save_summary_steps);
   std::uint64_t step = run.global_step();
   std::uint64_t saved_at = step;
   float loss = 0;
@@ -299,7 +322,10 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
             "batches (dataset_input with drop_remainder = true)",
             batches, rows, batch_size));
       }
-      next = !last || step + 1 < *last ? input->next() : std::nullopt;
+      // With accumulation each batch is one micro-batch; only a step's last
+      // can end training.
+      const bool ends_step = run.micro_batch() + 1 == config_.accumulate_steps;
+      next = !last || !ends_step || step + 1 < *last ? input->next() : std::nullopt;
       // A short batch is not fed ahead: its own turn reports it.
       const bool ahead = next && rows_of(next->features, next->labels, batch_size) == batch_size;
       const HostBatch* next_features = ahead ? &next->features : nullptr;
@@ -310,6 +336,10 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
         run.train_step(batch->features, batch->labels, next_features, next_labels);
       }
       fed = ahead;
+      if (!run.step_completed()) {  // mid-accumulation: no step to report or save
+        batch = std::move(next);
+        continue;
+      }
       step = run.global_step();
       loss = run.loss();
       bool stop = last && step >= *last;
@@ -328,6 +358,13 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
   } catch (...) {
     log_->finish(step, loss);
     throw;
+  }
+  if (run.micro_batch() != 0) {
+    // The input ended part-way through a step: its micro-batches are dropped
+    // (the variables are still the last step's, which is what is saved).
+    detail::log().info("the input ended after {} of the {} micro-batches of step {}: dropped",
+                       run.micro_batch(), config_.accumulate_steps, step + 1);
+    run.discard_micro_batches();
   }
   if (saved_at != step || !b.restored) save();
   for (const auto& hook : hooks) hook->end();

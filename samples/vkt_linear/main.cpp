@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
          .progress = false});
     fmt::print("{} tower{} on {}, reduction {}\n", n, n == 1 ? "" : "s", device_name, reduction);
     const vkt::InputFn input = [rows](const vkt::InputContext& context) {
-      return std::make_unique<AlternatingInput>(rows, context.start_step);
+      return std::make_unique<AlternatingInput>(rows, context.start_batch);
     };
     estimator.train(input, {.steps = steps, .hooks = {std::make_shared<PrintLoss>()}});
     const float c = estimator.variable_value("c").f32.at(0);  // from the newest checkpoint
