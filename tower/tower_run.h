@@ -1,6 +1,7 @@
 #pragma once
 // The towers of one replicated model, trained together.
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -197,6 +198,9 @@ class TowerRun {
   /// exchange goes here, replacing each ticket with the one the update waits
   /// for (of the destination's Device).
   void gradients_complete(std::vector<Ticket>& summed);
+  /// SharedLocalParameterServer and Mirrored, the k-th micro-batch: the
+  /// update after gradients_complete(), the new weights to every tower.
+  void apply_step(const Ticket& summed, std::chrono::steady_clock::time_point reduced);
   DeviceOptions device_options() const;
   /// Eval: vkt::Error unless every tower returned the same metrics, computed alike.
   void check_eval_metrics() const;

@@ -249,6 +249,15 @@ void TowerRun::train(const HostBatch& features, const HostBatch& labels,
     wait_micro_batch(summed);
     return finish();
   }
+  apply_step(summed, reduced);
+  finish();
+}
+
+void TowerRun::apply_step(const Ticket& summed, std::chrono::steady_clock::time_point reduced) {
+  using Clock = std::chrono::steady_clock;
+  const auto ms = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
   std::vector<Ticket> complete{summed};
   gradients_complete(complete);
   if (!master_) {  // Mirrored: the sum to every tower, each updates its own replica
@@ -258,7 +267,7 @@ void TowerRun::train(const HostBatch& features, const HostBatch& labels,
       towers_[i].updates->run(arrived.subspan(i, 1));
     }
     times_.apply = ms(reduced, Clock::now());
-    return finish();
+    return;
   }
   // The update runs after the sums on the consolidation device's queue.
   if (complete.front().device != nullptr) sparse_arrived_.push_back(complete.front());
@@ -271,7 +280,6 @@ void TowerRun::train(const HostBatch& features, const HostBatch& labels,
   }
   times_.apply = ms(reduced, updated);
   times_.copy_back = ms(updated, Clock::now());
-  finish();
 }
 
 void TowerRun::set_accumulating(bool accumulate) {
