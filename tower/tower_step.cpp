@@ -128,7 +128,9 @@ std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBa
   } catch (...) {
     prefed_ = false;
     // A tower failed part-way: what the others handed over is dropped, so
-    // the next step starts clean.
+    // the next step starts clean (with accumulation, the step's earlier
+    // micro-batches too: their sums may be half-added to).
+    micro_ = 0;
     if (reducer_) reducer_->abandon();
     for (Share& share : shares_) {
       if (share.reducer) share.reducer->abandon();
@@ -205,16 +207,14 @@ void TowerRun::train(const HostBatch& features, const HostBatch& labels,
   // The earlier micro-batches' loss is read before the towers overwrite it.
   const bool first = micro_ == 0;
   const bool last = micro_ + 1 == accumulate_;
-  loss_before_ = first ? 0.0f : loss();
+  const float before = first ? 0.0f : loss();
   if (exchanges()) set_accumulating(!first);
+  // A bad batch is refused before any tower runs, the step's earlier
+  // micro-batches kept; a tower that fails drops the whole step (run_towers).
+  const std::vector<Ticket> done =
+      run_towers(features, labels, std::nullopt, {next_features, next_labels}, fed);
+  loss_before_ = before;
   step_completed_ = false;
-  std::vector<Ticket> done;
-  try {
-    done = run_towers(features, labels, std::nullopt, {next_features, next_labels}, fed);
-  } catch (...) {
-    micro_ = 0;  // the reducers dropped this micro-batch: the next starts a new step
-    throw;
-  }
   const Clock::time_point towers_done = Clock::now();
   times_ = {ms(start, towers_done), 0, 0, 0};
   times_.slowest_tower = *std::max_element(tower_ms_.begin(), tower_ms_.end());

@@ -41,6 +41,7 @@ struct Setup {
   vkt::LossReduction reduction = vkt::LossReduction::Mean;
   bool adam = true;
   bool embedding = false;  // a sparse (embedding) gradient besides the dense ones
+  bool bad_batch = false;  // a bad batch offered part-way through a step
 };
 
 std::unique_ptr<vkt::Optimizer> make_optimizer(bool adam) {
@@ -152,6 +153,13 @@ void check_equals_big_batch(const Setup& setup) {
     REQUIRE(reference->step_completed());
     for (int m = 0; m < kK; ++m) {
       const Batch& b = micro[static_cast<std::size_t>(s * kK + m)];
+      if (setup.bad_batch && s == 1 && m == 2) {
+        // Refused before any tower runs: the step's two micro-batches so far stay.
+        HostBatch wrong = b.features;
+        wrong["extra"] = b.labels.at("y");
+        CHECK_THROWS_WITH(accumulated->train_step(wrong, b.labels), Contains("'extra'"));
+        CHECK(accumulated->micro_batch() == 2);
+      }
       accumulated->train_step(b.features, b.labels);
       // The global step advances once per k micro-batches, on the k-th.
       CHECK(accumulated->step_completed() == (m == kK - 1));
@@ -219,6 +227,10 @@ TEST_CASE("4 micro-batches of 16 equal one batch of 64 with a sparse embedding g
       check_equals_big_batch({.towers = towers, .adam = adam, .embedding = true});
     }
   }
+}
+
+TEST_CASE("a bad batch part-way through a step is refused and the step goes on", "[accumulation]") {
+  check_equals_big_batch({.towers = 2, .bad_batch = true});
 }
 
 TEST_CASE("accumulate_steps below 1 is refused before anything is built", "[accumulation]") {
