@@ -17,6 +17,7 @@
 #include <vktower/runtime/graph/ops/layers.h>
 #include <vktower/runtime/graph/ops/losses.h>
 #include <vktower/runtime/graph/ops/shape_ops.h>
+#include <vktower/runtime/mpi/process_group.h>
 #include <vktower/runtime/vulkan/error.h>
 #include <vktower/runtime/vulkan/instance.h>
 #include <vktower/tower/replicate.h>
@@ -108,7 +109,7 @@ std::vector<Batch> batches(const Setup& setup, std::int64_t rows, std::int64_t c
 }
 
 std::shared_ptr<vkt::TowerRun> build(vkt::Instance& instance, const Setup& setup, std::int64_t rows,
-                                     int accumulate) {
+                                     int accumulate, vkt::ProcessGroup* processes = nullptr) {
   const auto replicated = vkt::replicate_model_fn(
       model(setup),
       {.loss_reduction = setup.reduction,
@@ -122,7 +123,7 @@ std::shared_ptr<vkt::TowerRun> build(vkt::Instance& instance, const Setup& setup
     features["x"] = {{rows, kIn}};
   }
   vkt::ModelContext root(instance, features, {{"y", {{rows}, vkt::DType::I32}}}, {.seed = 5});
-  root.set_distribution({.accumulate_steps = accumulate});
+  root.set_distribution({.processes = processes, .accumulate_steps = accumulate});
   return replicated(root, {}, {}, vkt::Mode::Train, {}).run;
 }
 
@@ -201,6 +202,35 @@ void check_modes(int towers, bool adam) {
   }
 }
 
+/// A process group of `size` ranks that is never asked a collective (this
+/// process's gradients are not exchanged: what the loss scale alone does).
+class SilentGroup : public vkt::ProcessGroup {
+ public:
+  explicit SilentGroup(int size) : size_(size) {}
+  int rank() const override { return 0; }
+  int size() const override { return size_; }
+  void allreduce_sum(std::span<float>, std::string_view what) override { fail(what); }
+  void allreduce_sum(std::span<double>, std::string_view what) override { fail(what); }
+  void allgather(std::span<const std::byte>, std::span<std::byte>, std::string_view what) override {
+    fail(what);
+  }
+  std::vector<std::string> allgather(const std::string&, std::string_view what) override {
+    fail(what);
+  }
+  void broadcast(std::span<std::byte>, int, std::string_view what) override { fail(what); }
+  std::string broadcast(const std::string&, int, std::string_view what) override { fail(what); }
+  std::vector<std::vector<std::byte>> gather(std::span<const std::byte>,
+                                             std::string_view what) override {
+    fail(what);
+  }
+
+ private:
+  [[noreturn]] static void fail(std::string_view what) {
+    throw vkt::Error("SilentGroup: unexpected collective " + std::string(what));
+  }
+  int size_;
+};
+
 }  // namespace
 
 TEST_CASE("4 micro-batches of 16 equal one batch of 64 with Adam on 1 tower, every variable mode",
@@ -257,4 +287,38 @@ TEST_CASE("accumulation on one tower needs a TowerOptimizer", "[accumulation]") 
   CHECK_THROWS_WITH(
       vkt::replicate_model_fn(plain, {.devices = {0}})(root, {}, {}, vkt::Mode::Train, {}),
       Contains("without TowerOptimizer"));
+}
+
+TEST_CASE("the loss scale counts every tower of every process: Mean halves on 2 processes, Sum not",
+          "[accumulation]") {
+  // Rank 0 of 2 alone (no exchange): with SGD its first step moves the
+  // variables by half of what one process's does under Mean, by as much under Sum.
+  vkt::Instance instance;
+  SilentGroup two(2);
+  for (const vkt::LossReduction reduction : {vkt::LossReduction::Mean, vkt::LossReduction::Sum}) {
+    for (const int towers : {1, 2}) {
+      INFO(towers << " tower(s), reduction " << static_cast<int>(reduction));
+      const Setup setup{.towers = towers, .reduction = reduction, .adam = false};
+      const Batch b = batches(setup, kMicro, 1).front();
+      const auto one = build(instance, setup, kMicro, 1);
+      const auto rank0 = build(instance, setup, kMicro, 1, &two);
+      CHECK(rank0->processes() == 2);
+      const std::vector<float> initial = one->variable("out/kernel");
+      REQUIRE(rank0->variable("out/kernel") == initial);
+      one->train_step(b.features, b.labels);
+      rank0->train_step(b.features, b.labels);
+      CHECK(rank0->global_step() == 1);
+      const std::vector<float> a = one->variable("out/kernel");
+      const std::vector<float> c = rank0->variable("out/kernel");
+      const double share = reduction == vkt::LossReduction::Mean ? 0.5 : 1.0;
+      std::vector<float> want(a.size()), got(a.size());
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        want[i] = static_cast<float>(share * (static_cast<double>(a[i]) - initial[i]));
+        got[i] = c[i] - initial[i];
+      }
+      CHECK(relative(got, want) < 1e-4);  // differences of floats near 0.5: ~1e-6 each
+      // The reported loss is rank 0's share of the job's.
+      CHECK(std::abs(rank0->loss() - share * one->loss()) <= 1e-6 * std::abs(one->loss()));
+    }
+  }
 }
