@@ -85,6 +85,10 @@ void TowerRun::build_master(const Instance& root, const std::vector<std::uint32_
       }
     }
   }
+  for (const auto& [id, gradient] : external_sparse) {
+    master_sparse_.push_back(master_executor_->range(gradient.values));
+    master_sparse_.push_back(master_executor_->range(gradient.indices));
+  }
   std::vector<std::vector<GradientReducer::Segment>> segments;
   std::vector<BufferRange> weights;
   for (int i = 0; i < n; ++i) {

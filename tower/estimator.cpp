@@ -269,6 +269,10 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
   std::optional<Batch> batch = input->next();
   if (!batch) throw Error("train: the input gave no batch");
   const std::int64_t batch_size = input->batch_size();
+  if (batch_size > std::numeric_limits<std::int64_t>::max() / config_.accumulate_steps) {
+    throw Error(fmt::format("train: batches of {} x accumulate_steps {} pass the largest count",
+                            batch_size, config_.accumulate_steps));
+  }
   Built& b = built(Mode::Train, *batch, batch_size);
   TowerRun& run = *b.run;
   run.discard_micro_batches();  // an earlier call's input may have ended mid-step
@@ -285,10 +289,6 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
     detail::log().info("warm-started from {}", config_.warm_start_from->ckpt_to_initialize_from);
   }
 
-  if (batch_size > std::numeric_limits<std::int64_t>::max() / config_.accumulate_steps) {
-    throw Error(fmt::format("train: batches of {} x accumulate_steps {} pass the largest count",
-                            batch_size, config_.accumulate_steps));
-  }
   const std::int64_t step_examples = batch_size * config_.accumulate_steps;
   std::vector<std::shared_ptr<TrainingHook>> hooks = b.hooks;
   hooks.insert(hooks.end(), spec.hooks.begin(), spec.hooks.end());

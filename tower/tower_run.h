@@ -268,6 +268,10 @@ class TowerRun {
   std::unique_ptr<CrossDeviceCopy> broadcast_;
   Buffer mirrored_sum_;
   std::vector<Ticket> sparse_arrived_;  // per tower: its sparse rows on the master
+  // Per sparse gradient of the master, its values' and its indices' ranges
+  // (processes x k x n slots of a tower's rows; rank r's block is the
+  // contiguous slots [r k n, (r + 1) k n)).
+  std::vector<BufferRange> master_sparse_;
   std::unique_ptr<TowerThreads> threads_;
   std::vector<int> gradient_bucket_;
   int buckets_ = 1;

@@ -300,8 +300,9 @@ void TowerRun::wait_micro_batch(const Ticket& summed) {
 
 void TowerRun::gradients_complete(std::vector<Ticket>& summed) {
   // One process: this process's sums are the step's. (The cross-process
-  // exchange of the sums, and the allgather of the sparse rows' k n slots per
-  // process, go here.)
+  // exchange of the sums, each destination being its reducer's sum(), and the
+  // allgather of each process's block of k n slots of master_sparse_, after
+  // sparse_arrived_, go here.)
   (void)summed;
 }
 
