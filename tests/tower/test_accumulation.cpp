@@ -243,9 +243,13 @@ TEST_CASE("4 micro-batches of 16 equal one batch of 64 with Adam on 2 towers, ev
   check_modes(2, true);
 }
 
-TEST_CASE("4 micro-batches of 16 equal one batch of 64 with SGD on 1 and 2 towers",
+TEST_CASE("4 micro-batches of 16 equal one batch of 64 with SGD on 1 tower, every variable mode",
           "[accumulation]") {
   check_modes(1, false);
+}
+
+TEST_CASE("4 micro-batches of 16 equal one batch of 64 with SGD on 2 towers, every variable mode",
+          "[accumulation]") {
   check_modes(2, false);
 }
 
