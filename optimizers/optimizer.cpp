@@ -63,12 +63,13 @@ Tensor Optimizer::apply_gradients(const std::vector<GradVar>& grads_and_vars) {
                     name_));
   }
   Graph& g = grads_and_vars.front().var.graph();
-  if (const Replication* r = replication_of(g); r != nullptr && r->towers() > 1) {
+  if (const Replication* r = replication_of(g); r != nullptr) {
     throw Error(
-        fmt::format("optimizer '{}' is used in a model function that runs on {} towers "
-                    "without TowerOptimizer: wrap it, e.g. vkt::TowerOptimizer "
-                    "opt(std::make_unique<vkt::SGD>(0.1f)), so that the towers' gradients "
-                    "are summed and applied once",
+        fmt::format("optimizer '{}' is used in a model function that runs on {} tower(s) "
+                    "whose gradients are combined (several towers or processes, or "
+                    "accumulation) without TowerOptimizer: wrap it, e.g. vkt::TowerOptimizer "
+                    "opt(std::make_unique<vkt::SGD>(0.1f)), so that the gradients are "
+                    "summed and applied once",
                     name_, r->towers()));
   }
   const std::vector<std::string> names = slot_names();

@@ -10,7 +10,8 @@
 
 namespace vkt {
 
-/// One tower's replication state. With more than one tower, a TowerOptimizer
+/// One tower's replication state, attached whenever the towers' gradients are
+/// combined (several towers or processes, or gradient accumulation). A TowerOptimizer
 /// call scales the loss by loss_scale(), takes the gradients, and hands them
 /// here with its optimizer instead of adding an update to the tower's graph;
 /// the towers apply each call once, on the summed gradients.
@@ -18,7 +19,8 @@ class Replication : public GraphAttachment {
  public:
   virtual int tower() const = 0;
   virtual int towers() const = 0;
-  /// 1/N for Mean and SumByNonzeroWeights, 1 for Sum.
+  /// 1/N for Mean and SumByNonzeroWeights (N: every tower of every process),
+  /// 1 for Sum; with k micro-batches per step, also 1/k.
   virtual float loss_scale() const = 0;
   /// Records optimizer call number `call` of this tower, made through the
   /// TowerOptimizer whose id is `wrapper` with its `optimizer`; returns the

@@ -46,7 +46,9 @@ Tensor TowerOptimizer::minimize(const Tensor& loss, std::optional<std::vector<Te
 std::vector<GradVar> TowerOptimizer::compute_gradients(
     const Tensor& loss, std::optional<std::vector<Tensor>> var_list) {
   const Replication* replication = loss.valid() ? replication_of(loss.graph()) : nullptr;
-  if (replication != nullptr && replication->towers() > 1 && replication->loss_scale() != 1.0f) {
+  // A replication is attached whenever gradients are combined (several towers
+  // or processes, or accumulation), one tower included.
+  if (replication != nullptr && replication->loss_scale() != 1.0f) {
     // Each tower's share of the loss: the summed gradients are then the mean's.
     return optimizer().compute_gradients(loss * replication->loss_scale(), std::move(var_list));
   }
@@ -57,7 +59,7 @@ Tensor TowerOptimizer::apply_gradients(const std::vector<GradVar>& grads_and_var
   Replication* replication =
       grads_and_vars.empty() ? nullptr : replication_of(grads_and_vars.front().var.graph());
   Tensor train;
-  if (replication != nullptr && replication->towers() > 1) {
+  if (replication != nullptr) {
     train = replication->record_call(id_, optimizer(), grads_and_vars);
   } else {
     train = optimizer().apply_gradients(grads_and_vars);

@@ -14,13 +14,14 @@
 #include <vector>
 #include "sample_flags.h"
 
-/// --devices, --model-dir, --steps, --seed, --batch-size.
+/// --devices, --model-dir, --steps, --seed, --batch-size, --accumulate.
 struct SampleFlags {
   std::string devices = "all";
   std::string model_dir{};
   std::uint64_t steps = 0;
   std::uint64_t seed = 0;
   std::int64_t batch_size = 0;
+  int accumulate = 1;
 };
 
 /// Adds the shared flags to `app`, with `flags` holding the sample's defaults.
@@ -39,9 +40,11 @@ inline void add_sample_flags(CLI::App& app, SampleFlags& flags, const char* seed
   app.add_option("--seed", flags.seed, seed_meaning)
       ->capture_default_str()
       ->check(whole_number(0, kU64));
-  app.add_option("--batch-size", flags.batch_size, "global batch (a multiple of the towers)")
+  app.add_option("--batch-size", flags.batch_size,
+                 "global batch (a multiple of the towers); a micro-batch with --accumulate")
       ->capture_default_str()
       ->check(whole_number(1, kI64));
+  add_accumulate_flag(app, flags.accumulate);
 }
 
 struct Towers {

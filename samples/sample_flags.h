@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 /// A whole decimal number in [lo, hi], digits only.
@@ -53,4 +54,14 @@ inline CLI::Validator real_number(double lo, double hi) {
                                   : fmt::format("'{}' is not a number from {} to {}", text, lo, hi);
       },
       fmt::format("FLOAT in [{} - {}]", lo, hi));
+}
+
+/// The --accumulate flag (RunConfig::accumulate_steps), also for a sample
+/// without the shared flags.
+inline void add_accumulate_flag(CLI::App& app, int& accumulate) {
+  app.add_option("--accumulate", accumulate,
+                 "micro-batches per step (gradient accumulation): each step sums the gradients "
+                 "of K batches and applies them once, as one batch K times as large")
+      ->capture_default_str()
+      ->check(whole_number(1, static_cast<std::uint64_t>(std::numeric_limits<int>::max())));
 }

@@ -42,17 +42,18 @@ void TowerRun::build_master(const Instance& root, const std::vector<std::uint32_
     external[g.id()] = master_->external_gradient(*master_->find_variable(var.name()));
   }
   // Sparse gradients are concatenated, as TensorFlow concatenates IndexedSlices:
-  // tower i's k rows at rows [i k, (i + 1) k) of the master's, so the lazy
-  // update sees the rows one tower on the whole batch would, in the same order.
-  // Made after the dense ones, they lie after them in the master's arena.
+  // one slot of a tower's rows per (process, micro-batch, tower), process r's
+  // micro-batch m tower i's at slot (r k + m) n + i, so the lazy update sees
+  // every row the whole step read (one tower on the whole batch: the same rows,
+  // in the same order without accumulation). Made after the dense ones, they
+  // lie after them in the master's arena.
+  const int slots = processes() * accumulate_ * n;
   std::map<int, Gradient> external_sparse;  // tower 0 values id -> master gradient
   for (const OptimizerCalls::Call& call : calls_->calls) {
     for (const GradVar& gv : call.per_tower[0]) {
       if (!gv.grad.sparse()) continue;
       external_sparse[gv.grad.values.id()] = master_->external_sparse_gradient(
-          *master_->find_variable(gv.var.name()), n * gv.grad.values.shape()[0]);
-      master_sparse_.push_back(external_sparse[gv.grad.values.id()].values);
-      master_sparse_.push_back(external_sparse[gv.grad.values.id()].indices);
+          *master_->find_variable(gv.var.name()), slots * gv.grad.values.shape()[0]);
     }
   }
   std::vector<Tensor> updates;
@@ -84,6 +85,10 @@ void TowerRun::build_master(const Instance& root, const std::vector<std::uint32_
       }
     }
   }
+  for (const auto& [id, gradient] : external_sparse) {
+    master_sparse_.push_back(master_executor_->range(gradient.values));
+    master_sparse_.push_back(master_executor_->range(gradient.indices));
+  }
   std::vector<std::vector<GradientReducer::Segment>> segments;
   std::vector<BufferRange> weights;
   for (int i = 0; i < n; ++i) {
@@ -103,26 +108,29 @@ void TowerRun::build_master(const Instance& root, const std::vector<std::uint32_
                                  master_executor_->range(external.at(g0.id())).offset,
                                  gradient_bucket_[k]});
     }
-    // Tower i's rows of every sparse gradient, at its place in the master's.
-    for (std::size_t c = 0; c < calls_->calls.size(); ++c) {
-      const std::vector<GradVar>& ours = calls_->calls[c].per_tower[i];
-      const std::vector<GradVar>& zeros = calls_->calls[c].per_tower[0];
-      for (std::size_t j = 0; j < ours.size(); ++j) {
-        if (!ours[j].grad.sparse()) continue;
-        const Gradient& master = external_sparse.at(zeros[j].grad.values.id());
-        for (const auto& [src, dst] : {std::pair{ours[j].grad.values, master.values},
-                                       std::pair{ours[j].grad.indices, master.indices}}) {
-          const BufferRange from = t.executor->range(src);
-          const BufferRange to = master_executor_->range(dst);
-          if (from.size() * static_cast<std::size_t>(n) != to.size()) {
-            throw Error(fmt::format(
-                "tower {} has a sparse gradient of '{}' of shape {}, but the towers' rows "
-                "make {}; every tower must run the same model",
-                i, ours[j].var.name(), src.shape().str(), dst.shape().str()));
+    // Tower i's rows of every sparse gradient, at its slots in the master's:
+    // one copy per micro-batch.
+    for (int m = 0; m < accumulate_; ++m) {
+      const auto slot = static_cast<std::size_t>((rank() * accumulate_ + m) * n + i);
+      for (std::size_t c = 0; c < calls_->calls.size(); ++c) {
+        const std::vector<GradVar>& ours = calls_->calls[c].per_tower[i];
+        const std::vector<GradVar>& zeros = calls_->calls[c].per_tower[0];
+        for (std::size_t j = 0; j < ours.size(); ++j) {
+          if (!ours[j].grad.sparse()) continue;
+          const Gradient& master = external_sparse.at(zeros[j].grad.values.id());
+          for (const auto& [src, dst] : {std::pair{ours[j].grad.values, master.values},
+                                         std::pair{ours[j].grad.indices, master.indices}}) {
+            const BufferRange from = t.executor->range(src);
+            const BufferRange to = master_executor_->range(dst);
+            if (from.size() * static_cast<std::size_t>(slots) != to.size()) {
+              throw Error(fmt::format(
+                  "tower {} has a sparse gradient of '{}' of shape {}, but the towers' rows "
+                  "make {}; every tower must run the same model",
+                  i, ours[j].var.name(), src.shape().str(), dst.shape().str()));
+            }
+            t.sparse_in.push_back(std::make_unique<CrossDeviceCopy>(
+                from, BufferRange(*to.buffer, to.offset + slot * from.size(), from.size())));
           }
-          t.sparse_in.push_back(std::make_unique<CrossDeviceCopy>(
-              from, BufferRange(*to.buffer, to.offset + static_cast<std::size_t>(i) * from.size(),
-                                from.size())));
         }
       }
     }

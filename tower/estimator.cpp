@@ -143,6 +143,12 @@ Estimator::Estimator(ModelFn model_fn, RunConfig config, Params params)
         "(0.001 to a year; 60 is the default)",
         config_.process_timeout_s));
   }
+  if (config_.accumulate_steps < 1) {
+    throw Error(fmt::format(
+        "RunConfig.accumulate_steps is {}; give 1 or more micro-batches per global step (1: no "
+        "accumulation)",
+        config_.accumulate_steps));
+  }
   if (config_.keep_checkpoint_max < 1) {
     throw Error(fmt::format("RunConfig.keep_checkpoint_max is {}; keep at least 1",
                             config_.keep_checkpoint_max));
@@ -278,7 +284,8 @@ Estimator::Built& Estimator::built(Mode mode, const Batch& first, std::int64_t g
   b->features = features;
   b->labels = labels;
   ModelContext root(instance_, features, labels, GraphOptions{.seed = config_.random_seed});
-  root.set_distribution({.processes = processes_});
+  root.set_distribution(
+      {.processes = processes_, .accumulate_steps = config_.accumulate_steps});
   EstimatorSpec spec = model_fn_(root, {}, {}, mode, params_);
   if (!spec.run) throw Error("internal: a replicated model function returned no run");
   b->run = spec.run;
@@ -307,12 +314,25 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
     return start;
   }
   if (chief()) check_writable(config_.model_dir);
-  std::unique_ptr<Input> input = input_fn(InputContext{start});
+  const auto k = static_cast<std::uint64_t>(config_.accumulate_steps);
+  if (start > std::numeric_limits<std::uint64_t>::max() / k) {
+    throw Error(fmt::format(
+        "train: global step {} x accumulate_steps {} passes the largest batch number; the "
+        "input cannot resume there",
+        start, k));
+  }
+  std::unique_ptr<Input> input =
+      input_fn(InputContext{.start_step = start, .start_batch = start * k});
   std::optional<Batch> batch = input->next();
   if (!batch) throw Error("train: the input gave no batch");
   const std::int64_t batch_size = input->batch_size();
+  if (batch_size > std::numeric_limits<std::int64_t>::max() / config_.accumulate_steps) {
+    throw Error(fmt::format("train: batches of {} x accumulate_steps {} pass the largest count",
+                            batch_size, config_.accumulate_steps));
+  }
   Built& b = built(Mode::Train, *batch, batch_size);
   TowerRun& run = *b.run;
+  run.discard_micro_batches();  // an earlier call's input may have ended mid-step
   resumed_ = false;
   warm_started_ = false;
   if (latest && !b.restored) {
@@ -330,11 +350,12 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
     }
   }
 
+  const std::int64_t step_examples = batch_size * config_.accumulate_steps;
   std::vector<std::shared_ptr<TrainingHook>> hooks = b.hooks;
   hooks.insert(hooks.end(), spec.hooks.begin(), spec.hooks.end());
   hooks.push_back(std::make_shared<NanLossHook>());
   if (config_.log_step_count_steps > 0) {
-    hooks.push_back(std::make_shared<LoggingHook>(config_.log_step_count_steps, batch_size,
+    hooks.push_back(std::make_shared<LoggingHook>(config_.log_step_count_steps, step_examples,
                                                   [this](const StepRate& r) {
                                                     if (log_) log_->rate(r);
                                                   }));
@@ -352,7 +373,7 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
   };
 
   for (const auto& hook : hooks) hook->begin();
-  if (log_) log_->start(run.global_step(), last, batch_size, config_.save_summary_steps);
+  if (log_) log_->start(run.global_step(), last, step_examples, config_.save_summary_steps);
   std::uint64_t step = run.global_step();
   std::uint64_t saved_at = step;
   float loss = 0;
@@ -368,7 +389,10 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
             "batches (dataset_input with drop_remainder = true)",
             batches, rows, batch_size));
       }
-      next = !last || step + 1 < *last ? input->next() : std::nullopt;
+      // With accumulation each batch is one micro-batch; only a step's last
+      // can end training.
+      const bool ends_step = run.micro_batch() + 1 == config_.accumulate_steps;
+      next = !last || !ends_step || step + 1 < *last ? input->next() : std::nullopt;
       // A short batch is not fed ahead: its own turn reports it.
       const bool ahead = next && rows_of(next->features, next->labels, batch_size) == batch_size;
       // Each rank trains on its slice of the global batch.
@@ -387,6 +411,10 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
         run.train_step(now.features, now.labels, next_features, next_labels);
       }
       fed = ahead;
+      if (!run.step_completed()) {  // mid-accumulation: no step to report or save
+        batch = std::move(next);
+        continue;
+      }
       step = run.global_step();
       loss = run.loss();
       bool stop = last && step >= *last;
@@ -405,6 +433,13 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
   } catch (...) {
     if (log_) log_->finish(step, loss);
     throw;
+  }
+  if (run.micro_batch() != 0) {
+    // The input ended part-way through a step: its micro-batches are dropped
+    // (the variables are still the last step's, which is what is saved).
+    if (chief()) detail::log().info("the input ended after {} of the {} micro-batches of step {}: dropped",
+                       run.micro_batch(), config_.accumulate_steps, step + 1);
+    run.discard_micro_batches();
   }
   if (saved_at != step || !b.restored) save();
   for (const auto& hook : hooks) hook->end();

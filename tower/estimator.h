@@ -41,6 +41,12 @@ struct RunConfig {
   /// Redraw model_dir/loss.png (gnuplot, when installed) after each train() and
   /// evaluate(): ~65 ms a call, worth turning off for many short calls.
   bool plot_loss = true;
+  /// Gradient accumulation (PyTorch DDP's no_sync): each global step sums the
+  /// gradients of this many micro-batches (each a batch of the input) and
+  /// applies them once, as one batch of k x the input's batch would. The
+  /// global step, TrainSpec's steps, hooks, logging and checkpoints count
+  /// global steps. 1: none; vkt::Error below 1.
+  int accumulate_steps = 1;
   /// Variables from another run's checkpoint when training starts with no
   /// checkpoint in model_dir (see WarmStartSettings); a run that finds its own
   /// checkpoint resumes from it instead.

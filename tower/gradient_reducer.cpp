@@ -169,8 +169,13 @@ void GradientReducer::build(const std::vector<std::vector<Segment>>& towers,
   int buckets = 0;
   for (const Segment& s : towers[0]) buckets = std::max(buckets, s.bucket + 1);
   sums_.reserve(static_cast<std::size_t>(buckets));
-  for (int b = 0; b < buckets; ++b) sums_.emplace_back(device);
+  sums_into_.reserve(static_cast<std::size_t>(buckets));
+  for (int b = 0; b < buckets; ++b) {
+    sums_.emplace_back(device);
+    sums_into_.emplace_back(device);
+  }
   const Kernel& kernel = device.kernel({.shader = "add_n", .local_size = {256, 1, 1}});
+  const Kernel& into = device.kernel({.shader = "add_n_into", .local_size = {256, 1, 1}});
   for (std::size_t w = 0; w < windows.size(); ++w) {
     const std::size_t len = round16(windows[w].hi - windows[w].lo);
     struct {
@@ -178,10 +183,12 @@ void GradientReducer::build(const std::vector<std::vector<Segment>>& towers,
     } push{static_cast<std::uint32_t>(len / 16), static_cast<std::uint32_t>(n),
            static_cast<std::uint32_t>(len / 16)};
     const auto b = static_cast<std::size_t>(windows[w].bucket);
-    sums_[b].dispatch(kernel,
-                      {BufferRange(gathered_, base[w], n * len),
-                       BufferRange(*destination_.buffer, destination_.offset + windows[w].lo, len)},
-                      push, Stream::linear_groups(kernel, push.vectors));
+    const std::vector<BufferRange> bindings{
+        BufferRange(gathered_, base[w], n * len),
+        BufferRange(*destination_.buffer, destination_.offset + windows[w].lo, len)};
+    const auto bytes = std::as_bytes(std::span(&push, 1));
+    sums_[b].dispatch(kernel, bindings, bytes, Stream::linear_groups(kernel, push.vectors));
+    sums_into_[b].dispatch(into, bindings, bytes, Stream::linear_groups(into, push.vectors));
   }
 
   // Each tower's pieces, merged into one copy where they are contiguous on both
@@ -235,7 +242,7 @@ void GradientReducer::arrive(std::size_t tower, int bucket, const Ticket& ready)
   }
   std::lock_guard lock(mutex_);
   if (++arrived_[b] < copies_.size() || sums_[b].command_count() == 0) return;
-  const Ticket summed = sums_[b].submit(arrivals_[b]);
+  const Ticket summed = (accumulate_ ? sums_into_ : sums_)[b].submit(arrivals_[b]);
   if (summed.value > last_sum_.value) last_sum_ = summed;
 }
 
@@ -250,6 +257,19 @@ Ticket GradientReducer::finish() {
     arrivals_[b].clear();
   }
   return std::exchange(last_sum_, Ticket{});
+}
+
+void GradientReducer::set_accumulate(bool accumulate) {
+  std::lock_guard lock(mutex_);
+  for (std::size_t b = 0; b < arrived_.size(); ++b) {
+    if (arrived_[b] != 0) {
+      throw Error(fmt::format(
+          "GradientReducer::set_accumulate: bucket {} is part-way through a step ({} of {} "
+          "towers); change the mode between steps",
+          b, arrived_[b], copies_.size()));
+    }
+  }
+  accumulate_ = accumulate;
 }
 
 void GradientReducer::abandon() {

@@ -67,6 +67,13 @@ class GradientReducer {
   /// sum() is complete (every bucket's sum is on one queue). Starts a new step.
   Ticket finish();
 
+  /// Accumulation (gradient accumulation's later micro-batches): from now on
+  /// each bucket's sum adds to the destination's value, dest = dest + g_0 +
+  /// g_1 + ..., instead of overwriting it. Call between steps (before any
+  /// tower hands a bucket over), from the thread that drives them.
+  void set_accumulate(bool accumulate);
+  bool accumulates() const { return accumulate_; }
+
   /// After a step that failed part-way: waits for the copies already started and
   /// forgets every arrival, so the next step starts clean.
   void abandon();
@@ -93,6 +100,8 @@ class GradientReducer {
   BufferRange destination_;
   std::vector<std::vector<Copy>> copies_;  // per tower, in bucket order
   std::vector<Stream> sums_;               // per bucket (empty stream: nothing to sum)
+  std::vector<Stream> sums_into_;          // per bucket, adding to the destination
+  bool accumulate_ = false;
 
   std::mutex mutex_;
   std::vector<std::size_t> arrived_;           // per bucket, towers so far this step

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <limits>
 
 #include "../runtime/vulkan/error.h"
 
@@ -56,8 +57,13 @@ InputFn dataset_input(Dataset data, DatasetInputOptions options) {
         fmt::format("dataset_input: epochs is {}; give 1 or more, or 0 to repeat", options.epochs));
   }
   return [data = std::move(data), options](const InputContext& context) {
+    if (context.start_batch >
+        static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      throw Error(fmt::format("dataset_input: cannot start at batch {}; it passes the largest {}",
+                              context.start_batch, std::numeric_limits<std::int64_t>::max()));
+    }
     return std::make_unique<DatasetInput>(data, options,
-                                          static_cast<std::int64_t>(context.start_step));
+                                          static_cast<std::int64_t>(context.start_batch));
   };
 }
 

@@ -32,9 +32,13 @@ class Input {
 /// What the Estimator tells an input function.
 struct InputContext {
   /// Training resumes at this global step: an input that can (dataset_input
-  /// does) starts with the batch that step would have read, so a run resumed
-  /// from a checkpoint sees the data an uninterrupted run would have seen.
+  /// does) starts with the batch that step would have read (start_batch), so a
+  /// run resumed from a checkpoint sees the data an uninterrupted run would have seen.
   std::uint64_t start_step = 0;
+  /// The batch that step starts with: start_step x RunConfig::accumulate_steps
+  /// (each global step reads that many batches). An input that resumes starts
+  /// here.
+  std::uint64_t start_batch = 0;
 };
 
 /// Makes a fresh Input each time an Estimator trains, evaluates or predicts.

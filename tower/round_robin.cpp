@@ -93,21 +93,24 @@ void TowerRun::build_round_robin(const Instance& root, const std::vector<std::ui
   }
 }
 
-void TowerRun::step_round_robin() {
+void TowerRun::step_round_robin(bool last_micro_batch) {
+  std::vector<Ticket> summed(shares_.size());
+  for (std::size_t j = 0; j < shares_.size(); ++j) {
+    if (shares_[j].executor) summed[j] = shares_[j].reducer->finish();
+  }
+  if (!last_micro_batch) {  // each share's sums in place before the towers run again
+    for (const Ticket& t : summed) t.wait();
+    ++step_thread_waits_;
+    return;
+  }
+  gradients_complete(summed);
   // Each share's update runs after its sums on its device's queue.
   std::vector<Ticket> applied(shares_.size());
-  std::vector<Ticket> summed;
-  for (Share& share : shares_) {
-    if (share.executor) summed.push_back(share.reducer->finish());
-  }
-  // Every process's sums, in rank order: a ticket per share with a reducer.
-  const std::vector<Ticket> exchanged = exchange_between_processes(summed);
-  for (std::size_t j = 0, k = 0; j < shares_.size(); ++j) {
+  for (std::size_t j = 0; j < shares_.size(); ++j) {
     Share& share = shares_[j];
     if (!share.executor) continue;
-    applied[j] = k < exchanged.size() ? share.executor->run({&exchanged[k], 1})
-                                      : share.executor->run();
-    ++k;
+    applied[j] = share.executor->run(summed[j].device ? std::span<const Ticket>(&summed[j], 1)
+                                                      : std::span<const Ticket>());
   }
   std::uint64_t step = 0;
   for (std::size_t j = 0; j < shares_.size(); ++j) {
@@ -121,5 +124,4 @@ void TowerRun::step_round_robin() {
   }
   for (Tower& t : towers_) t.graph->set_global_step(step);
 }
-
 }  // namespace vkt

@@ -60,10 +60,6 @@ constexpr std::string_view kUnreadable = "vktower: unreadable checkpoint: ";
 
 }  // namespace
 
-int TowerRun::processes() const { return processes_ ? processes_->size() : 1; }
-
-int TowerRun::rank() const { return processes_ ? processes_->rank() : 0; }
-
 std::vector<std::string> TowerRun::describe(const ModelContext& root) const {
   std::vector<std::string> lines{
       fmt::format("mode {}", mode_name(mode_)),
@@ -91,15 +87,14 @@ std::vector<std::string> TowerRun::describe(const ModelContext& root) const {
 }
 
 void TowerRun::join_processes(const ModelContext& root) {
-  check_same_model(*processes_, describe(root));
+  check_same_model(*distribution_.processes, describe(root));
   if (mode_ != Mode::Train) return;  // eval and predict read rank 0's checkpoint
   std::vector<ProcessExchange::Part> sums, blocks;
   if (master_) {
     if (reducer_) {
       sums.push_back({&master_executor_->gradient_arena(), 0, reducer_->sum().size()});
     }
-    for (const Tensor& t : master_sparse_) {
-      const BufferRange r = master_executor_->range(t);
+    for (const BufferRange& r : master_sparse_) {  // every one in the master's gradient arena
       blocks.push_back({&master_executor_->gradient_arena(), r.offset, r.size()});
     }
   } else if (mirrored_sum_) {
@@ -112,15 +107,27 @@ void TowerRun::join_processes(const ModelContext& root) {
   }
   // Staged parts go in pieces no larger than the devices' own host transfers.
   const std::size_t chunk = std::min(std::size_t{16} << 20, device_options().staging_chunk_bytes);
-  exchange_ = std::make_unique<ProcessExchange>(*processes_, std::move(sums), std::move(blocks),
+  exchange_ = std::make_unique<ProcessExchange>(*distribution_.processes, std::move(sums), std::move(blocks),
                                                 chunk);
   // Every rank starts from rank 0's variables, whatever its own seed made.
   restore_from_rank0(std::nullopt);
 }
 
-std::vector<Ticket> TowerRun::exchange_between_processes(std::span<const Ticket> ready) {
-  if (!exchange_) return {};
-  return exchange_->run(ready, fmt::format("step {}", global_step() + 1));
+void TowerRun::gradients_complete(std::vector<Ticket>& summed) {
+  if (!exchange_) return;  // one process: its sums are the step's
+  std::vector<Ticket> ready = sparse_arrived_;
+  for (const Ticket& t : summed) {
+    if (t.device != nullptr) ready.push_back(t);
+  }
+  const std::vector<Ticket> exchanged =
+      exchange_->run(ready, fmt::format("step {}", global_step() + 1));
+  // One summed part per reducer: the master's or Mirrored's, or each share's
+  // that has one (in share order, as `summed`).
+  std::size_t k = 0;
+  for (std::size_t j = 0; j < summed.size() && k < exchanged.size(); ++j) {
+    if (!shares_.empty() && !shares_[j].reducer) continue;
+    summed[j] = exchanged[k++];
+  }
 }
 
 void TowerRun::restore_from_rank0(const std::optional<std::string>& path) {
@@ -138,7 +145,7 @@ void TowerRun::restore_from_rank0(const std::optional<std::string>& path) {
       bytes = std::string(kUnreadable) + e.what();
     }
   }
-  bytes = processes_->broadcast(bytes, 0, path ? "restoring rank 0's checkpoint"
+  bytes = distribution_.processes->broadcast(bytes, 0, path ? "restoring rank 0's checkpoint"
                                                : "start-up: rank 0's initial variables");
   if (bytes.starts_with(kUnreadable)) throw Error(bytes.substr(kUnreadable.size()));
   if (rank() == 0 && path) return restore_local(*path);

@@ -8,9 +8,9 @@
 #include "../optimizers/replication.h"
 #include "../runtime/graph/ops/elementwise.h"
 #include "../runtime/io/checkpoint.h"
+#include "../runtime/mpi/process_group.h"
 #include "../runtime/vulkan/error.h"
 #include "../runtime/vulkan/instance.h"
-#include "../runtime/mpi/process_group.h"
 #include "device_list.h"
 #include "process_exchange.h"
 #include "optimizer_calls.h"
@@ -53,10 +53,7 @@ void validate_export(const std::string& name, const ExportOutput& output) {
 
 TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateOptions& options,
                    Mode mode, const Params& params)
-    : options_(options),
-      processes_(root.distribution().processes),
-      calls_(std::make_unique<OptimizerCalls>()),
-      mode_(mode) {
+    : options_(options), calls_(std::make_unique<OptimizerCalls>()), mode_(mode) {
   if (root.is_tower()) {
     throw Error(
         "a replicated model function is called with a root ModelContext (the instance "
@@ -70,19 +67,47 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
   if (options.bucket_bytes == 0) {
     throw Error("ReplicateOptions::bucket_bytes is 0; give the bucket size in bytes (e.g. 4 MiB)");
   }
-  const bool sum = options.loss_reduction == LossReduction::Sum;
-  const int all = n * processes();
-  const float scale = all > 1 && !sum ? 1.0f / static_cast<float>(all) : 1.0f;
+  distribution_ = root.distribution();
+  if (distribution_.accumulate_steps < 1) {
+    throw Error(fmt::format(
+        "Distribution::accumulate_steps is {}; give 1 or more micro-batches per step (1: no "
+        "accumulation)",
+        distribution_.accumulate_steps));
+  }
+  accumulate_ = mode == Mode::Train ? distribution_.accumulate_steps : 1;
+  exchanges_ = n > 1 || processes() > 1 || accumulate_ > 1;
+  const float scale = loss_scale(n, mode);
   build_towers(root, model_fn, devices, params, scale);
   if (mode != Mode::Train) {
     build_eval_predict(scale);
-  } else if (n == 1) {
+  } else if (!exchanges()) {
     build_one_tower();
   } else {
     build_training(instance, devices, scale);
   }
-  if (n > 1) threads_ = std::make_unique<TowerThreads>(n);
+  if (n > 1) threads_ = std::make_unique<TowerThreads>(n);  // one tower runs on the caller's
   if (processes() > 1) join_processes(root);
+}
+
+int TowerRun::processes() const {
+  return distribution_.processes ? distribution_.processes->size() : 1;
+}
+
+int TowerRun::rank() const {
+  return distribution_.processes ? distribution_.processes->rank() : 0;
+}
+
+float TowerRun::loss_scale(int towers, Mode mode) const {
+  // N counts every tower of every process. With k micro-batches every
+  // reduction is also scaled by 1/k: one batch of kB on n towers sums the
+  // towers' per-shard losses (means over kB/n examples for Mean, sums for
+  // Sum); k micro-batches of B sum k times as many terms (means over B/n),
+  // so 1/k makes the summed gradients equal in both cases.
+  double divisor = options_.loss_reduction == LossReduction::Sum
+                       ? 1.0
+                       : static_cast<double>(towers) * static_cast<double>(processes());
+  if (mode == Mode::Train) divisor *= static_cast<double>(accumulate_);
+  return static_cast<float>(1.0 / divisor);
 }
 
 DeviceOptions TowerRun::device_options() const {
@@ -118,7 +143,7 @@ void TowerRun::build_towers(ModelContext& root, const ModelFn& model_fn,
     graph_options.replica = static_cast<std::uint32_t>(i);  // its own dropout masks
     t.graph = std::make_unique<Graph>(*t.device, graph_options);
     if (i > 0) t.graph->set_name_scope(fmt::format("tower_{}/", i));
-    if (n > 1) {
+    if (exchanges()) {
       t.graph->set_attachment(std::make_unique<TowerReplication>(i, n, scale, *calls_, *t.graph));
     }
     TensorDict features, labels;
@@ -230,8 +255,10 @@ void TowerRun::build_training(const Instance& root, const std::vector<std::uint3
   }
   if (calls_->calls.empty()) {
     throw Error(
-        "the model function made no TowerOptimizer call: training on several towers needs "
-        "one (train_op = tower_optimizer.minimize(loss))");
+        fmt::format("the model function made no TowerOptimizer call: training on {} tower(s) x {} "
+                    "process(es) with {} micro-batch(es) per step needs one (train_op = "
+                    "tower_optimizer.minimize(loss))",
+                    n, processes(), accumulate_));
   }
   if (options_.variable_mode != VariableMode::SharedLocalParameterServer) {
     for (const OptimizerCalls::Call& call : calls_->calls) {
@@ -240,7 +267,7 @@ void TowerRun::build_training(const Instance& root, const std::vector<std::uint3
         throw Error(fmt::format(
             "variable '{}' has a sparse (embedding) gradient: sparse gradients on several "
             "towers need VariableMode::SharedLocalParameterServer (the default variable "
-            "mode), not {}; use it, or run on one tower",
+            "mode), not {}; use it, or run on one tower of one process without accumulation",
             gv.var.name(),
             options_.variable_mode == VariableMode::Mirrored ? "Mirrored" : "RoundRobin"));
       }
@@ -280,7 +307,7 @@ void TowerRun::build_training(const Instance& root, const std::vector<std::uint3
   } else {
     build_master(root, devices);
   }
-  sparse_arrived_.reserve(static_cast<std::size_t>(n) * 2 * towers_.front().sparse_in.size() + 1);
+  sparse_arrived_.reserve(static_cast<std::size_t>(n) * towers_.front().sparse_in.size() + 1);
 }
 
 std::unique_ptr<Instance> TowerRun::own_instance(const Instance& root, std::uint32_t index) {
@@ -336,12 +363,17 @@ TowerRun::~TowerRun() {
   for (Tower& t : towers_) t.executor.reset();
 }
 
-float TowerRun::loss() {
-  float total = 0.0f;
+float TowerRun::local_loss() {
+  float total = loss_before_;  // the step's earlier micro-batches (0 without accumulation)
   for (Tower& t : towers_) total += t.executor->read(t.scaled_loss)[0];  // tower order
+  return total;
+}
+
+float TowerRun::loss() {
+  float total = local_loss();
   if (processes() > 1) {  // rank order
-    processes_->allreduce_sum(std::span<float>(&total, 1),
-                              fmt::format("step {}: the loss", global_step()));
+    distribution_.processes->allreduce_sum(std::span<float>(&total, 1),
+                                           fmt::format("step {}: the loss", global_step()));
   }
   return total;
 }
@@ -380,6 +412,8 @@ void TowerRun::restore(const std::string& path) {
 }
 
 void TowerRun::restore_local(const std::string& path) {
+  micro_ = 0;  // a step part-way through accumulation is dropped with the old variables
+  loss_before_ = 0;
   const CheckpointMatch match =
       mode_ == Mode::Train ? CheckpointMatch::Exact : CheckpointMatch::GraphSubset;
   if (!shares_.empty()) {

@@ -1,6 +1,7 @@
 #pragma once
 // The towers of one replicated model, trained together.
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -36,7 +37,10 @@ class TowerRun {
   ~TowerRun();
 
   /// One training step on a global batch: shard, run every tower, reduce the
-  /// gradients, apply, copy the weights back. Given the next batch too, every
+  /// gradients, apply, copy the weights back. With accumulation
+  /// (Distribution::accumulate_steps = k > 1) each call is one micro-batch:
+  /// its gradients are added to the step's on the consolidation device, and
+  /// the k-th call applies them (step_completed()). Given the next batch too, every
   /// tower uploads its shard of it while this step computes (double-buffered
   /// feeds); train_step_fed() then trains on it.
   ///
@@ -68,8 +72,22 @@ class TowerRun {
   /// every export output as "<export name>/<output name>", the towers' rows
   /// concatenated in tower order (so in input order).
   HostBatch predict_step(const HostBatch& features);
-  /// The loss of the last step: the sum, in tower order, of the scaled tower losses.
+  /// The loss of the last step: the sum, in tower order, of the scaled tower
+  /// losses; with accumulation, summed over the step's micro-batches so far
+  /// (after the k-th, what one batch of k micro-batches reports).
   float loss();
+  /// True when the last train_step completed a global step (always, without
+  /// accumulation; on the k-th micro-batch with it).
+  bool step_completed() const { return step_completed_; }
+  /// The micro-batches of the current global step trained so far (0 at a step's start).
+  int micro_batch() const { return micro_; }
+  /// Drops the micro-batches of an unfinished step: the next train_step starts
+  /// a new one (an input that ended mid-step).
+  void discard_micro_batches() { micro_ = 0; }
+  /// The processes of the job (1 without a ProcessGroup).
+  int processes() const;
+  /// Micro-batches per global step (Distribution::accumulate_steps).
+  int accumulate_steps() const { return accumulate_; }
   /// A variable's or optimizer slot's value (the master copy with several
   /// towers; with RoundRobin, its owner device's).
   std::vector<float> variable(const std::string& name);
@@ -114,9 +132,6 @@ class TowerRun {
   int buckets() const { return buckets_; }
 
   int towers() const { return static_cast<int>(towers_.size()); }
-  /// The job's processes (1 without a ProcessGroup) and this one's rank.
-  int processes() const;
-  int rank() const;
   Graph& tower_graph(int i) { return *towers_.at(i).graph; }
   const EstimatorSpec& tower_spec(int i) const { return towers_.at(i).spec; }
 
@@ -137,7 +152,8 @@ class TowerRun {
     // device. Also the graph's last run, so host access to the variables waits.
     Ticket weights_arrived;
     // SharedLocalParameterServer: its rows of every sparse gradient into the
-    // master's (values and indices, per sparse gradient in call order).
+    // master's (values and indices, per sparse gradient in call order), per
+    // micro-batch: micro-batch m's copies at [m * per, (m + 1) * per).
     std::vector<std::unique_ptr<CrossDeviceCopy>> sparse_in;
     // Mirrored: the tower's own update program.
     std::unique_ptr<Executor> updates;
@@ -160,6 +176,35 @@ class TowerRun {
                                std::unique_ptr<Instance>& instance, std::unique_ptr<Device>& device,
                                const Tower* tower = nullptr);
   bool on_tower_device() const;
+  /// True when the towers' gradients are handed over and combined on a
+  /// consolidation device (several towers, several processes or accumulation);
+  /// false: one tower trains alone, its optimizers in its own program.
+  bool exchanges() const { return exchanges_; }
+  /// This process's rank in the job (0 without a ProcessGroup).
+  int rank() const;
+  /// The towers' loss scale for `mode`: 1/(towers x processes) for Mean and
+  /// SumByNonzeroWeights, 1 for Sum; training with accumulation also 1/k.
+  /// Formed in double, rounded once.
+  float loss_scale(int towers, Mode mode) const;
+  /// Every reducer: the next micro-batch's sums add to the destination's
+  /// value (accumulate) or overwrite it (a step's first micro-batch).
+  void set_accumulating(bool accumulate);
+  /// A micro-batch before the k-th: its sums and sparse rows must be in place
+  /// before the towers write their gradients again.
+  void wait_micro_batch(const Ticket& summed);
+  /// The k-th micro-batch: the step's gradients are complete on the
+  /// consolidation device(s) and the update begins. `summed` holds, per
+  /// destination (SharedLocalParameterServer: the master's gradient arena;
+  /// Mirrored: mirrored_sum_; RoundRobin: each share's gradient arena, in share
+  /// order), the ticket after which it holds this process's sums over its
+  /// towers and micro-batches (empty: nothing to wait for); the sparse rows of
+  /// this process's k n slots arrive at sparse_arrived_. The cross-process
+  /// exchange goes here, replacing each ticket with the one the update waits
+  /// for (of the destination's Device).
+  void gradients_complete(std::vector<Ticket>& summed);
+  /// SharedLocalParameterServer and Mirrored, the k-th micro-batch: the
+  /// update after gradients_complete(), the new weights to every tower.
+  void apply_step(const Ticket& summed, std::chrono::steady_clock::time_point reduced);
   DeviceOptions device_options() const;
   /// Eval: vkt::Error unless every tower returned the same metrics, computed alike.
   void check_eval_metrics() const;
@@ -172,7 +217,9 @@ class TowerRun {
   /// RoundRobin: variable k's master, reduction and updates on tower k mod N's
   /// device (tower/round_robin.cpp).
   void build_round_robin(const Instance& root, const std::vector<std::uint32_t>& devices);
-  void step_round_robin();
+  /// RoundRobin's end of a micro-batch: every share's sums; on the k-th, the
+  /// shares' updates and the new weights to every tower.
+  void step_round_robin(bool last_micro_batch);
   /// Feeds each tower its shard and runs it, each on its own thread; in
   /// training, hands every bucket of its gradients to the reducers as it is
   /// written. Returns when every tower is done.
@@ -205,20 +252,23 @@ class TowerRun {
   /// (its checkpoint at `path`, or its variables as they are).
   std::vector<std::string> describe(const ModelContext& root) const;
   void join_processes(const ModelContext& root);
-  /// Per summed part (the master's or Mirrored's sum; RoundRobin: each share
-  /// with a reducer, in share order), the ticket its readers wait for.
-  std::vector<Ticket> exchange_between_processes(std::span<const Ticket> ready);
   void restore_from_rank0(const std::optional<std::string>& path);
   void restore_local(const std::string& path);
+  /// The step's loss on this process alone (loss() adds the other processes').
+  float local_loss();
   /// A new Instance whose device `index` is the root instance's device `index`.
   static std::unique_ptr<Instance> own_instance(const Instance& root, std::uint32_t index);
   Graph& variables_graph() const;
   std::vector<Graph*> share_graphs() const;
 
   ReplicateOptions options_;
-  ProcessGroup* processes_ = nullptr;  // null: this process alone
-  std::unique_ptr<ProcessExchange> exchange_;
-  std::vector<Tensor> master_sparse_;  // the master's sparse gradients' values and indices
+  Distribution distribution_{};
+  int accumulate_ = 1;  // micro-batches per global step (Train)
+  bool exchanges_ = false;
+  int micro_ = 0;  // micro-batches of the current step done
+  bool step_completed_ = false;
+  float loss_before_ = 0;  // the current step's earlier micro-batches' loss
+  std::unique_ptr<ProcessExchange> exchange_;  // across processes; null: one process
   std::vector<Tower> towers_;
   std::unique_ptr<OptimizerCalls> calls_;
   std::unique_ptr<Instance> master_instance_;
@@ -232,6 +282,10 @@ class TowerRun {
   std::unique_ptr<CrossDeviceCopy> broadcast_;
   Buffer mirrored_sum_;
   std::vector<Ticket> sparse_arrived_;  // per tower: its sparse rows on the master
+  // Per sparse gradient of the master, its values' and its indices' ranges
+  // (processes x k x n slots of a tower's rows; rank r's block is the
+  // contiguous slots [r k n, (r + 1) k n)).
+  std::vector<BufferRange> master_sparse_;
   std::unique_ptr<TowerThreads> threads_;
   std::vector<int> gradient_bucket_;
   int buckets_ = 1;

@@ -111,7 +111,7 @@ std::map<std::string, double> TowerRun::metrics() const {
         flat.insert(flat.end(), s.begin(), s.end());
       }
     }
-    processes_->allreduce_sum(std::span<double>(flat), "evaluation: the metrics' sums");
+    distribution_.processes->allreduce_sum(std::span<double>(flat), "evaluation: the metrics' sums");
     loss_sum = flat[0];
     examples_sum = flat[1];
     std::size_t at = 2;

@@ -94,8 +94,11 @@ std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBa
   prefed_ = false;
   // Every tower draws its random numbers (dropout) for the global step, in
   // every variable mode: a resumed run draws what an uninterrupted one did.
-  const std::uint64_t step = global_step();
-  const bool exchange = mode_ == Mode::Train && n > 1;
+  // A step's later micro-batches draw anew, each from a key of its own (the
+  // first's is the step itself, as without accumulation; unsigned arithmetic wraps).
+  const std::uint64_t step =
+      global_step() + static_cast<std::uint64_t>(micro_) * 0x9E3779B97F4A7C15ull;
+  const bool exchange = mode_ == Mode::Train && exchanges();
   std::vector<Ticket> done(static_cast<std::size_t>(n));
   const auto run_tower = [&](int i) {
     Tower& t = towers_[static_cast<std::size_t>(i)];
@@ -116,17 +119,18 @@ std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBa
     tower_ms_[static_cast<std::size_t>(i)] = t.executor->device_ms().value_or(0.0);
   };
   tower_ms_.resize(static_cast<std::size_t>(n));
-  if (!threads_) {
-    run_tower(0);
-    prefed_ = !next_shards.empty();
-    return done;
-  }
   try {
-    threads_->run(run_tower);
+    if (threads_) {
+      threads_->run(run_tower);
+    } else {
+      run_tower(0);  // one tower: on this thread
+    }
   } catch (...) {
     prefed_ = false;
     // A tower failed part-way: what the others handed over is dropped, so
-    // the next step starts clean.
+    // the next step starts clean (with accumulation, the step's earlier
+    // micro-batches too: their sums may be half-added to).
+    micro_ = 0;
     if (reducer_) reducer_->abandon();
     for (Share& share : shares_) {
       if (share.reducer) share.reducer->abandon();
@@ -199,46 +203,74 @@ void TowerRun::train(const HostBatch& features, const HostBatch& labels,
     return std::chrono::duration<double, std::milli>(b - a).count();
   };
   const Clock::time_point start = Clock::now();
+  // A step's later micro-batches add to its sums; its first overwrites them.
+  // The earlier micro-batches' loss is read before the towers overwrite it.
+  const bool first = micro_ == 0;
+  const bool last = micro_ + 1 == accumulate_;
+  const float before = first ? 0.0f : local_loss();  // this process's: loss() adds the rest
+  if (exchanges()) set_accumulating(!first);
+  // A bad batch is refused before any tower runs, the step's earlier
+  // micro-batches kept; a tower that fails drops the whole step (run_towers).
   const std::vector<Ticket> done =
       run_towers(features, labels, std::nullopt, {next_features, next_labels}, fed);
+  loss_before_ = before;
+  step_completed_ = false;
   const Clock::time_point towers_done = Clock::now();
   times_ = {ms(start, towers_done), 0, 0, 0};
   times_.slowest_tower = *std::max_element(tower_ms_.begin(), tower_ms_.end());
   const auto finish = [&] { times_.step = ms(start, Clock::now()); };
-  if (towers() == 1) return finish();
-  ++step_thread_waits_;  // joining the towers' threads
+  if (!exchanges()) {
+    step_completed_ = true;
+    return finish();
+  }
+  ++step_thread_waits_;                                 // joining the towers' threads
+  const auto micro = static_cast<std::size_t>(micro_);  // the micro-batch just trained
+  micro_ = last ? 0 : micro_ + 1;
+  step_completed_ = last;
   if (!shares_.empty()) {
-    step_round_robin();
+    step_round_robin(last);
     times_.apply = ms(towers_done, Clock::now());
     return finish();
   }
-  // Every bucket's sum is submitted; the sparse rows are on their way.
+  // Every bucket's sum is submitted; the sparse rows are on their way, to
+  // this micro-batch's slots.
   const Ticket summed = reducer_ ? reducer_->finish() : Ticket{};  // empty: all sparse
   sparse_arrived_.clear();
-  for (std::size_t i = 0; i < towers_.size(); ++i) {  // sparse rows, concatenated
-    for (const auto& copy : towers_[i].sparse_in) {
-      sparse_arrived_.push_back(copy->start({&done[i], 1})[0]);
+  for (std::size_t i = 0; i < towers_.size(); ++i) {
+    const auto& copies = towers_[i].sparse_in;
+    const std::size_t per = copies.size() / static_cast<std::size_t>(accumulate_);
+    for (std::size_t c = micro * per; c < (micro + 1) * per; ++c) {
+      sparse_arrived_.push_back(copies[c]->start({&done[i], 1})[0]);
     }
-  }
-  Ticket summed_everywhere = summed;
-  if (exchange_) {  // this process's sums, then every process's (rank order)
-    sparse_arrived_.push_back(summed);
-    const std::vector<Ticket> exchanged = exchange_between_processes(sparse_arrived_);
-    sparse_arrived_.back() = exchanged.empty() ? Ticket{} : exchanged.front();
-    summed_everywhere = sparse_arrived_.back();
   }
   const Clock::time_point reduced = Clock::now();
   times_.reduce = ms(towers_done, reduced);
+  if (!last) {
+    wait_micro_batch(summed);
+    return finish();
+  }
+  apply_step(summed, reduced);
+  finish();
+}
+
+void TowerRun::apply_step(const Ticket& summed, std::chrono::steady_clock::time_point reduced) {
+  using Clock = std::chrono::steady_clock;
+  const auto ms = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
+  std::vector<Ticket> complete{summed};
+  gradients_complete(complete);
   if (!master_) {  // Mirrored: the sum to every tower, each updates its own replica
-    const std::span<const Ticket> arrived = broadcast_->start({&summed_everywhere, 1});
+    const std::span<const Ticket> arrived = broadcast_->start({complete.data(), 1});
     for (std::size_t i = 0; i < towers_.size(); ++i) {
       // Tower i's next step runs after its update on its own queue.
       towers_[i].updates->run(arrived.subspan(i, 1));
     }
     times_.apply = ms(reduced, Clock::now());
-    return finish();
+    return;
   }
   // The update runs after the sums on the consolidation device's queue.
+  if (complete.front().device != nullptr) sparse_arrived_.push_back(complete.front());
   const Ticket applied = master_executor_->run(sparse_arrived_);
   const Clock::time_point updated = Clock::now();
   const std::span<const Ticket> arrived = broadcast_->start({&applied, 1});
@@ -248,7 +280,22 @@ void TowerRun::train(const HostBatch& features, const HostBatch& labels,
   }
   times_.apply = ms(reduced, updated);
   times_.copy_back = ms(updated, Clock::now());
-  finish();
+}
+
+void TowerRun::set_accumulating(bool accumulate) {
+  if (reducer_) reducer_->set_accumulate(accumulate);
+  for (Share& share : shares_) {
+    if (share.reducer) share.reducer->set_accumulate(accumulate);
+  }
+}
+
+void TowerRun::wait_micro_batch(const Ticket& summed) {
+  // The towers' next run overwrites the gradients these copies read, and the
+  // next sums reuse the reducers' gathering buffers.
+  summed.wait();
+  for (const Ticket& t : sparse_arrived_) t.wait();
+  sparse_arrived_.clear();
+  ++step_thread_waits_;
 }
 
 TowerRun::HostWaits TowerRun::host_waits() const {

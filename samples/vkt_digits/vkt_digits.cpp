@@ -118,7 +118,9 @@ int main(int argc, char** argv) {
                towers.devices.size(), towers.devices.size() == 1 ? "" : "s", towers.description);
 
     vkt::Estimator estimator(vkt::replicate_model_fn(digits_model, {.devices = towers.devices}),
-                             {.model_dir = flags.model_dir, .random_seed = flags.seed},
+                             {.model_dir = flags.model_dir,
+                              .random_seed = flags.seed,
+                              .accumulate_steps = flags.accumulate},
                              {{"learning_rate", learning_rate}, {"dropout", dropout}});
     const auto throughput = std::make_shared<Throughput>();
     estimator.train(vkt::dataset_input(train, {.batch_size = flags.batch_size,
@@ -128,7 +130,8 @@ int main(int argc, char** argv) {
                     {.steps = flags.steps, .hooks = {throughput}});
     const std::map<std::string, double> result =
         estimator.evaluate(vkt::dataset_input(test, {.batch_size = flags.batch_size}));
-    const double examples_per_s = throughput->steps_per_s() * static_cast<double>(flags.batch_size);
+    const double examples_per_s =
+        throughput->steps_per_s() * static_cast<double>(flags.batch_size) * flags.accumulate;
     const double wall = std::chrono::duration<double>(Clock::now() - started).count();
 
     fmt::print("\n{:<12} {}\n", "metric", "value");

@@ -94,6 +94,8 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "the graph seed (c starts at 10 whatever it is)")
       ->capture_default_str()
       ->check(whole_number(0, std::numeric_limits<std::uint64_t>::max()));
+  int accumulate = 1;
+  add_accumulate_flag(app, accumulate);
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -119,10 +121,11 @@ int main(int argc, char** argv) {
         {.model_dir = model_dir,
          .random_seed = seed,
          .log_step_count_steps = 0,
-         .progress = false});
+         .progress = false,
+         .accumulate_steps = accumulate});
     fmt::print("{} tower{} on {}, reduction {}\n", n, n == 1 ? "" : "s", device_name, reduction);
     const vkt::InputFn input = [rows](const vkt::InputContext& context) {
-      return std::make_unique<AlternatingInput>(rows, context.start_step);
+      return std::make_unique<AlternatingInput>(rows, context.start_batch);
     };
     estimator.train(input, {.steps = steps, .hooks = {std::make_shared<PrintLoss>()}});
     const float c = estimator.variable_value("c").f32.at(0);  // from the newest checkpoint

@@ -127,7 +127,9 @@ int main(int argc, char** argv) {
 
     vkt::Estimator estimator(
         vkt::replicate_model_fn(wide_deep_model, {.devices = towers.devices}),
-        {.model_dir = flags.model_dir, .random_seed = flags.seed},
+        {.model_dir = flags.model_dir,
+         .random_seed = flags.seed,
+         .accumulate_steps = flags.accumulate},
         {{"learning_rate", learning_rate}, {"ftrl_learning_rate", ftrl_learning_rate}});
     estimator.train(vkt::dataset_input(train, {.batch_size = flags.batch_size,
                                                .epochs = 0,

@@ -65,3 +65,55 @@ TEST_CASE("the gradient reducer refuses towers of different sizes") {
              Contains("tower 1 has 128 bytes of gradients but tower 0 has 64"));
   CHECK_THAT(vkt::test::error_of([&] { vkt::GradientReducer r({}, a); }), Contains("no tower"));
 }
+
+TEST_CASE(
+    "the gradient reducer accumulates: dest + g_0 + g_1 + ..., bit for bit, and overwrites "
+    "again when told") {
+  const int towers = GENERATE(1, 3);
+  const bool staged = GENERATE(false, true);
+  INFO(towers << " towers, staged " << staged);
+  vkt::Instance instance;
+  std::vector<std::unique_ptr<vkt::Device>> devices;
+  for (int t = 0; t < towers; ++t) {
+    devices.push_back(
+        std::make_unique<vkt::Device>(instance, 0, vkt::DeviceOptions{.force_staging = staged}));
+  }
+  vkt::Device consolidation(instance, 0, vkt::DeviceOptions{.force_staging = staged});
+  const std::size_t n = 1001;
+  std::vector<vkt::Buffer> arenas;
+  std::vector<vkt::BufferRange> ranges;
+  for (int t = 0; t < towers; ++t) arenas.emplace_back(*devices[t], n * sizeof(float));
+  for (int t = 0; t < towers; ++t) ranges.emplace_back(arenas[t]);  // the buffers stay put now
+  vkt::GradientReducer reducer(ranges, consolidation);
+  std::vector<float> expected(n, 0.0f);
+  // Micro-batches: overwrite, accumulate, accumulate, then a new step overwrites.
+  for (const bool accumulate : {false, true, true, false, true}) {
+    std::vector<std::vector<float>> host;
+    for (int t = 0; t < towers; ++t) {
+      host.push_back(vkt::test::random_floats(n, 7 * t + (accumulate ? 1 : 2), -100.0f, 100.0f));
+      arenas[t].upload(host[t]);
+    }
+    reducer.set_accumulate(accumulate);
+    CHECK(reducer.accumulates() == accumulate);
+    reducer.run({}).wait();
+    for (std::size_t i = 0; i < n; ++i) {
+      float sum = accumulate ? expected[i] + host[0][i] : host[0][i];  // left to right, float
+      for (int t = 1; t < towers; ++t) sum += host[t][i];
+      expected[i] = sum;
+    }
+    std::vector<float> got(n);
+    reducer.sum().buffer->download(std::as_writable_bytes(std::span<float>(got)),
+                                   reducer.sum().offset);
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < n; ++i) wrong += got[i] != expected[i];
+    CHECK(wrong == 0);
+  }
+  // The mode changes between steps only: not with a bucket part-way handed over.
+  if (towers > 1) {
+    reducer.arrive(0, 0, {});
+    CHECK_THAT(vkt::test::error_of([&] { reducer.set_accumulate(false); }),
+               Contains("bucket 0 is part-way through a step (1 of 3 towers)"));
+    reducer.abandon();
+    reducer.set_accumulate(false);
+  }
+}

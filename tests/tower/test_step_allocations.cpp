@@ -78,12 +78,13 @@ Batch make_batch(std::uint32_t seed) {
 }
 
 std::shared_ptr<vkt::TowerRun> build(vkt::Instance& instance, int towers, vkt::VariableMode mode,
-                                     vkt::Mode run_mode) {
+                                     vkt::Mode run_mode, int accumulate = 1) {
   const auto replicated = vkt::replicate_model_fn(
       mlp, {.devices = std::vector<std::uint32_t>(static_cast<std::size_t>(towers), 0),
             .variable_mode = mode});
   vkt::ModelContext root(instance, {{"x", {{kBatch, kIn}}}}, {{"y", {{kBatch}, vkt::DType::I32}}},
                          {.seed = 2});
+  root.set_distribution({.accumulate_steps = accumulate});
   return replicated(root, {}, {}, run_mode, {}).run;
 }
 
@@ -168,4 +169,32 @@ TEST_CASE("train and eval steps on 1 and 2 towers make nothing after the first, 
 TEST_CASE("train and eval steps on 1 and 2 towers make nothing after the first, mapped",
           "[tower-allocations]") {
   check_steps_make_nothing(false);
+}
+
+TEST_CASE("training with accumulation makes nothing after the first step, 1 and 2 towers",
+          "[tower-allocations]") {
+  vkt::Instance instance;
+  const Batch a = make_batch(1), b = make_batch(2);
+  using VM = vkt::VariableMode;
+  const std::pair<int, VM> configs[] = {{1, VM::SharedLocalParameterServer},
+                                        {2, VM::SharedLocalParameterServer},
+                                        {2, VM::Mirrored},
+                                        {2, VM::RoundRobin}};
+  for (const auto& [towers, mode] : configs) {
+    INFO(towers << " towers, variable mode " << static_cast<int>(mode));
+    const auto run = build(instance, towers, mode, vkt::Mode::Train, 3);
+    // The first step's 3 micro-batches: a step's first and later micro-batches.
+    for (int m = 0; m < 3; ++m) run->train_step(a.features, a.labels);
+    REQUIRE(run->step_completed());
+    const float first_loss = run->loss();
+    const std::string after_first = tower_counts(*run);
+    for (int m = 0; m < 9; ++m) {
+      run->train_step(m % 2 ? a.features : b.features, m % 2 ? a.labels : b.labels);
+      (void)run->loss();
+      INFO("micro-batch " << m + 4);
+      CHECK(tower_counts(*run) == after_first);
+    }
+    CHECK(run->global_step() == 4);
+    CHECK(run->loss() != first_loss);
+  }
 }
