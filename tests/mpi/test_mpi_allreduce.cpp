@@ -2,6 +2,7 @@
 #include <mpi.h>
 
 #include <cstring>
+#include <ios>
 #include <string>
 
 #include <vktower/runtime/mpi/detail/mpi_process_group.h>
@@ -20,8 +21,8 @@ void check_allreduce(vkt::ProcessGroup& group, std::size_t n, unsigned seed) {
   INFO("rank " << group.rank() << " of " << group.size() << ", " << n << " elements");
   const std::size_t diff =
       vkt::test::first_bit_difference(std::span<const T>(data), std::span<const T>(expected));
-  INFO("first difference at " << diff << ": " << (diff < n ? data[diff] : T{}) << " vs "
-                              << (diff < n ? expected[diff] : T{}));
+  INFO("first difference at " << diff << ": " << std::hexfloat << (diff < n ? data[diff] : T{})
+                              << " vs " << (diff < n ? expected[diff] : T{}));
   CHECK(diff == n);
   // The same bits on every rank: every rank's result on every rank.
   std::vector<std::byte> all(n * sizeof(T) * static_cast<std::size_t>(group.size()));
