@@ -27,7 +27,7 @@ namespace vkt::detail {
 /// one chunk.
 class MpiProcessGroup final : public ProcessGroup {
  public:
-  static constexpr std::size_t kDefaultChunkBytes = std::size_t{8} << 20;
+  static constexpr std::size_t kDefaultChunkBytes = std::size_t{4} << 20;
 
   /// Collective over `comm`'s ranks, on a duplicate of it (its messages never
   /// meet the caller's). vkt::Error for a chunk_bytes of 0 or over 1 GiB.
