@@ -15,23 +15,32 @@
 
 namespace vkt::detail {
 
+/// How allreduce_sum exchanges a chunk; both sum in rank order.
+///   ReduceScatter: the chunk is cut into size() slices and rank j owns slice j.
+///     Every rank sends slice j to rank j, which sums the size() copies into its
+///     slice; then every rank sends its summed slice to all. Two rounds; each
+///     rank sends and receives 2 (P-1)/P of the bytes (as a ring allreduce).
+///   Direct: every rank sends the chunk to every other and sums all P copies
+///     itself. One round; each rank sends (P-1) x the bytes: the same bytes as
+///     ReduceScatter for 2 ranks, and fewer rounds for small chunks.
+///   Automatic: Direct for 2 ranks or a chunk of at most kDirectBytes,
+///     ReduceScatter otherwise.
+enum class AllreduceAlgorithm { Automatic, ReduceScatter, Direct };
+
 /// Every collective is point-to-point messages between every pair of ranks
 /// (so a timeout names exactly the ranks that did not answer), waited for by
-/// MpiExchange against one deadline per collective.
-///
-/// allreduce_sum, per chunk of `chunk_bytes`: the chunk is cut into size()
-/// slices and rank j owns slice j. Every rank sends slice j to rank j, which
-/// sums the size() copies in rank order into its slice; then every rank sends
-/// its summed slice to all (reduce-scatter, then allgather: each rank sends and
-/// receives 2 (P-1)/P of the bytes, as a ring allreduce does). Extra memory:
-/// one chunk.
+/// MpiExchange against one deadline per collective. allreduce_sum works in
+/// chunks of `chunk_bytes`; extra host memory: one chunk (Direct with more than
+/// 2 ranks: P-1 chunks of at most kDirectBytes).
 class MpiProcessGroup final : public ProcessGroup {
  public:
   static constexpr std::size_t kDefaultChunkBytes = std::size_t{4} << 20;
+  static constexpr std::size_t kDirectBytes = std::size_t{64} << 10;
 
   /// Collective over `comm`'s ranks, on a duplicate of it (its messages never
   /// meet the caller's). vkt::Error for a chunk_bytes of 0 or over 1 GiB.
-  explicit MpiProcessGroup(MPI_Comm comm, std::size_t chunk_bytes = kDefaultChunkBytes);
+  explicit MpiProcessGroup(MPI_Comm comm, std::size_t chunk_bytes = kDefaultChunkBytes,
+                           AllreduceAlgorithm algorithm = AllreduceAlgorithm::Automatic);
   ~MpiProcessGroup() override;
   MpiProcessGroup(const MpiProcessGroup&) = delete;
   MpiProcessGroup& operator=(const MpiProcessGroup&) = delete;
@@ -57,7 +66,10 @@ class MpiProcessGroup final : public ProcessGroup {
   void collective(std::string_view what,
                   const std::function<void(const CollectiveDeadline&)>& body);
   template <typename T>
-  void allreduce_chunk(std::span<T> chunk, const CollectiveDeadline& deadline);
+  void reduce_scatter_chunk(std::span<T> chunk, const CollectiveDeadline& deadline);
+  template <typename T>
+  void direct_chunk(std::span<T> chunk, const CollectiveDeadline& deadline);
+  bool direct(std::size_t chunk_bytes) const;
   template <typename T>
   void allreduce(std::span<T> data, std::string_view what);
   std::vector<std::uint64_t> allgather_sizes(std::uint64_t mine,
@@ -68,7 +80,8 @@ class MpiProcessGroup final : public ProcessGroup {
   int rank_ = 0;
   int size_ = 1;
   std::size_t chunk_bytes_;
-  std::vector<double> scratch_;  // the other ranks' copies of this rank's slice
+  AllreduceAlgorithm algorithm_;
+  std::vector<double> scratch_;  // the other ranks' copies, one slot per other rank
   std::string broken_reason_;
 };
 
