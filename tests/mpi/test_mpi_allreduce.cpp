@@ -74,7 +74,7 @@ TEST_CASE("allreduce_sum of doubles is the rank-order sum bit for bit on every r
 }
 
 TEST_CASE("allreduce_sum over several large chunks, each algorithm", "[mpi]") {
-  // Chunks at kDirectBytes and past it (Automatic picks either with 3 ranks).
+  // Chunks at kDirectBytes and past it (Automatic picks one of each).
   for (AllreduceAlgorithm algorithm : kAlgorithms) {
     for (std::size_t chunk_bytes : {std::size_t{64} << 10, std::size_t{100} << 10}) {
       vkt::detail::MpiProcessGroup group(MPI_COMM_WORLD, chunk_bytes, algorithm);

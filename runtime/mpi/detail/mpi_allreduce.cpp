@@ -53,7 +53,7 @@ bool MpiProcessGroup::direct(std::size_t chunk_bytes) const {
     case AllreduceAlgorithm::Automatic:
       break;
   }
-  return size_ == 2 || chunk_bytes <= kDirectBytes;
+  return chunk_bytes <= kDirectBytes;
 }
 
 template <typename T>

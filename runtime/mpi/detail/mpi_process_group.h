@@ -21,17 +21,17 @@ namespace vkt::detail {
 ///     slice; then every rank sends its summed slice to all. Two rounds; each
 ///     rank sends and receives 2 (P-1)/P of the bytes (as a ring allreduce).
 ///   Direct: every rank sends the chunk to every other and sums all P copies
-///     itself. One round; each rank sends (P-1) x the bytes: the same bytes as
-///     ReduceScatter for 2 ranks, and fewer rounds for small chunks.
-///   Automatic: Direct for 2 ranks or a chunk of at most kDirectBytes,
-///     ReduceScatter otherwise.
+///     itself. One round; each rank sends (P-1) x the bytes.
+///   Automatic: Direct for a chunk of at most kDirectBytes (latency-bound: one
+///     round beats two), ReduceScatter otherwise. (Direct moves the same bytes
+///     as ReduceScatter for 2 ranks, but measured 3x slower on 1 MiB there:
+///     docs/PERFORMANCE.md.)
 enum class AllreduceAlgorithm { Automatic, ReduceScatter, Direct };
 
 /// Every collective is point-to-point messages between every pair of ranks
 /// (so a timeout names exactly the ranks that did not answer), waited for by
 /// MpiExchange against one deadline per collective. allreduce_sum works in
-/// chunks of `chunk_bytes`; extra host memory: one chunk (Direct with more than
-/// 2 ranks: P-1 chunks of at most kDirectBytes).
+/// chunks of `chunk_bytes`; extra host memory: one chunk (Direct: P-1 chunks).
 class MpiProcessGroup final : public ProcessGroup {
  public:
   static constexpr std::size_t kDefaultChunkBytes = std::size_t{4} << 20;
