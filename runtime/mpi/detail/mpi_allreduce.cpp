@@ -57,39 +57,44 @@ bool MpiProcessGroup::direct(std::size_t chunk_bytes) const {
 }
 
 template <typename T>
-void MpiProcessGroup::reduce_scatter_chunk(std::span<T> chunk, const CollectiveDeadline& deadline) {
+void MpiProcessGroup::post_reduce(MpiExchange& exchange, std::span<T> chunk) {
   const std::size_t n = chunk.size();
   const std::size_t my_begin = slice_begin(n, rank_, size_);
   const std::size_t my_size = slice_begin(n, rank_ + 1, size_) - my_begin;
-  const std::span<T> mine = chunk.subspan(my_begin, my_size);
   T* const scratch = reinterpret_cast<T*>(scratch_.data());
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    const std::size_t begin = slice_begin(n, peer, size_);
+    const std::size_t size = slice_begin(n, peer + 1, size_) - begin;
+    if (my_size > 0) {
+      exchange.receive(
+          std::as_writable_bytes(std::span<T>(scratch + slot_of(peer, rank_) * my_size, my_size)),
+          peer, kTagReduceSlices);
+    }
+    if (size > 0) exchange.send(bytes_of(chunk.subspan(begin, size)), peer, kTagReduceSlices);
+  }
+}
 
-  // Reduce-scatter: every other rank's copy of my slice into its scratch slot.
-  {
-    MpiExchange exchange(comm_, deadline);
-    for (int peer = 0; peer < size_; ++peer) {
-      if (peer == rank_) continue;
-      const std::size_t begin = slice_begin(n, peer, size_);
-      const std::size_t size = slice_begin(n, peer + 1, size_) - begin;
-      if (my_size > 0) {
-        exchange.receive(
-            std::as_writable_bytes(std::span<T>(scratch + slot_of(peer, rank_) * my_size, my_size)),
-            peer, kTagReduceSlices);
-      }
-      if (size > 0) exchange.send(bytes_of(chunk.subspan(begin, size)), peer, kTagReduceSlices);
-    }
-    exchange.wait();
+template <typename T>
+void MpiProcessGroup::sum_my_slice(std::span<T> chunk) {
+  const std::size_t n = chunk.size();
+  const std::size_t my_begin = slice_begin(n, rank_, size_);
+  const std::size_t my_size = slice_begin(n, rank_ + 1, size_) - my_begin;
+  if (my_size == 0) return;
+  const T* const scratch = reinterpret_cast<const T*>(scratch_.data());
+  T* const mine = chunk.data() + my_begin;
+  std::vector<const T*> in(static_cast<std::size_t>(size_));
+  for (int k = 0; k < size_; ++k) {
+    in[static_cast<std::size_t>(k)] = k == rank_ ? mine : scratch + slot_of(k, rank_) * my_size;
   }
-  if (my_size > 0) {
-    std::vector<const T*> in(static_cast<std::size_t>(size_));
-    for (int k = 0; k < size_; ++k) {
-      in[static_cast<std::size_t>(k)] =
-          k == rank_ ? mine.data() : scratch + slot_of(k, rank_) * my_size;
-    }
-    sum_in_rank_order(in, mine.data(), my_size);
-  }
-  // Allgather: my summed slice to every rank, every other summed slice into place.
-  MpiExchange exchange(comm_, deadline);
+  sum_in_rank_order(in, mine, my_size);
+}
+
+template <typename T>
+void MpiProcessGroup::post_gather(MpiExchange& exchange, std::span<T> chunk) {
+  const std::size_t n = chunk.size();
+  const std::size_t my_begin = slice_begin(n, rank_, size_);
+  const std::size_t my_size = slice_begin(n, rank_ + 1, size_) - my_begin;
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
     const std::size_t begin = slice_begin(n, peer, size_);
@@ -97,9 +102,32 @@ void MpiProcessGroup::reduce_scatter_chunk(std::span<T> chunk, const CollectiveD
     if (size > 0) {
       exchange.receive(std::as_writable_bytes(chunk.subspan(begin, size)), peer, kTagGatherSlices);
     }
-    if (my_size > 0) exchange.send(bytes_of(mine), peer, kTagGatherSlices);
+    if (my_size > 0)
+      exchange.send(bytes_of(chunk.subspan(my_begin, my_size)), peer, kTagGatherSlices);
   }
-  exchange.wait();
+}
+
+template <typename T>
+void MpiProcessGroup::reduce_scatter(std::span<T> data, std::size_t chunk,
+                                     const CollectiveDeadline& deadline) {
+  const auto piece = [&](std::size_t begin) {
+    return data.subspan(begin, std::min(chunk, data.size() - begin));
+  };
+  {
+    MpiExchange exchange(comm_, deadline);
+    post_reduce(exchange, piece(0));
+    exchange.wait();
+  }
+  // Chunk c's allgather travels with chunk c+1's reduce-scatter: one wait per
+  // chunk, not two. Both are in flight while the scratch is free again (chunk
+  // c's sum is done) and they touch different chunks of `data`.
+  for (std::size_t begin = 0; begin < data.size(); begin += chunk) {
+    sum_my_slice(piece(begin));
+    MpiExchange exchange(comm_, deadline);
+    post_gather(exchange, piece(begin));
+    if (begin + chunk < data.size()) post_reduce(exchange, piece(begin + chunk));
+    exchange.wait();
+  }
 }
 
 template <typename T>
@@ -139,13 +167,12 @@ void MpiProcessGroup::allreduce(std::span<T> data, std::string_view what) {
     if (scratch_.size() * sizeof(double) < scratch_bytes) {
       scratch_.resize((scratch_bytes + sizeof(double) - 1) / sizeof(double));
     }
+    if (!whole_chunks) {
+      reduce_scatter(data, chunk, deadline);
+      return;
+    }
     for (std::size_t begin = 0; begin < data.size(); begin += chunk) {
-      const std::span<T> piece = data.subspan(begin, std::min(chunk, data.size() - begin));
-      if (whole_chunks) {
-        direct_chunk(piece, deadline);
-      } else {
-        reduce_scatter_chunk(piece, deadline);
-      }
+      direct_chunk(data.subspan(begin, std::min(chunk, data.size() - begin)), deadline);
     }
   });
 }

@@ -18,8 +18,9 @@ namespace vkt::detail {
 /// How allreduce_sum exchanges a chunk; both sum in rank order.
 ///   ReduceScatter: the chunk is cut into size() slices and rank j owns slice j.
 ///     Every rank sends slice j to rank j, which sums the size() copies into its
-///     slice; then every rank sends its summed slice to all. Two rounds; each
-///     rank sends and receives 2 (P-1)/P of the bytes (as a ring allreduce).
+///     slice; then every rank sends its summed slice to all. Two rounds (a
+///     chunk's second travels with the next chunk's first); each rank sends and
+///     receives 2 (P-1)/P of the bytes (as a ring allreduce).
 ///   Direct: every rank sends the chunk to every other and sums all P copies
 ///     itself. One round; each rank sends (P-1) x the bytes.
 ///   Automatic: Direct for a chunk of at most kDirectBytes (latency-bound: one
@@ -66,7 +67,13 @@ class MpiProcessGroup final : public ProcessGroup {
   void collective(std::string_view what,
                   const std::function<void(const CollectiveDeadline&)>& body);
   template <typename T>
-  void reduce_scatter_chunk(std::span<T> chunk, const CollectiveDeadline& deadline);
+  void reduce_scatter(std::span<T> data, std::size_t chunk, const CollectiveDeadline& deadline);
+  template <typename T>
+  void post_reduce(MpiExchange& exchange, std::span<T> chunk);
+  template <typename T>
+  void sum_my_slice(std::span<T> chunk);
+  template <typename T>
+  void post_gather(MpiExchange& exchange, std::span<T> chunk);
   template <typename T>
   void direct_chunk(std::span<T> chunk, const CollectiveDeadline& deadline);
   bool direct(std::size_t chunk_bytes) const;
