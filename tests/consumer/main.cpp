@@ -2,6 +2,7 @@
 // DESIGN.md's scalar example one step (c = 10, SGD with learning rate 1,
 // loss = sum |y - x c| with x = y = [[1], [2]]): c must become 7, on one
 // graph and again through the Estimator on two towers (Sum).
+#include <vktower/runtime/mpi/process_group.h>
 #include <vktower/vktower.h>
 
 #include <exception>
@@ -20,6 +21,10 @@ int main() {
       return 1;
     }
     std::cout << "device 0: " << instance.devices()[0].name << "\n";
+    // Links the MPI layer: a static libvktower built with MPI needs MPI's
+    // libraries at this link, which the package must provide.
+    std::cout << "MPI " << (vkt::mpi_available() ? "built in" : "not built in") << "\n";
+    if (vkt::launched_by_mpirun()) std::cout << "rank " << vkt::mpi_world().rank() << "\n";
 
     vkt::Device device(instance, 0);
     vkt::Graph g(device);

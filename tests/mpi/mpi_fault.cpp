@@ -1,7 +1,7 @@
-// vkt-mpi-fault MODE TIMEOUT_MS: a two-rank job in which rank 1 misbehaves at
-// step 1, for the fault tests in tests/mpi/CMakeLists.txt. Rank 0 prints every
+// vkt-mpi-fault MODE TIMEOUT_MS: a job in which rank 1 misbehaves at step 1,
+// for the fault tests in tests/mpi/CMakeLists.txt. A rank prints every
 // vkt::Error it gets ("rank 0: ...") and exits 1; the job must then end.
-//   hang      rank 1 sleeps instead of joining step 1's allreduce
+//   hang      every rank but 0 sleeps instead of joining step 1's allreduce
 //   kill      rank 1 kills itself (SIGKILL) instead of joining it
 //   mismatch  rank 1 expects 16 bytes of step 1's broadcast; rank 0 sends 8
 #include <chrono>
@@ -20,17 +20,19 @@
 namespace {
 
 int usage() {
-  std::fprintf(stderr, "usage: vkt-mpi-fault hang|kill|mismatch TIMEOUT_MS (under mpirun -np 2)\n");
+  std::fprintf(stderr,
+               "usage: vkt-mpi-fault hang|kill|mismatch TIMEOUT_MS (under mpirun -np 2; hang: "
+               "-np 2 or more)\n");
   return 2;
 }
 
 void step(vkt::ProcessGroup& world, int index, std::string_view mode) {
   std::vector<float> gradients(1000, 1.0f);
   const std::string what = "step " + std::to_string(index) + ": gradient bucket 0";
-  if (index == 1 && world.rank() == 1) {
-    if (mode == "hang") std::this_thread::sleep_for(std::chrono::minutes(5));
-    if (mode == "kill") std::raise(SIGKILL);
+  if (index == 1 && mode == "hang" && world.rank() > 0) {
+    std::this_thread::sleep_for(std::chrono::minutes(5));
   }
+  if (index == 1 && mode == "kill" && world.rank() == 1) std::raise(SIGKILL);
   if (index == 1 && mode == "mismatch") {
     std::vector<std::byte> variables(world.rank() == 0 ? 8 : 16);
     world.broadcast(variables, 0, "step 1: variables");
@@ -45,7 +47,7 @@ int main(int argc, char** argv) {
   const std::string_view mode = argv[1];
   if (mode != "hang" && mode != "kill" && mode != "mismatch") return usage();
   vkt::ProcessGroup& world = vkt::mpi_world();
-  if (world.size() != 2) return usage();
+  if (world.size() < 2 || (mode != "hang" && world.size() != 2)) return usage();
   world.set_timeout(std::chrono::milliseconds(std::atoi(argv[2])));
   int index = 0;
   try {

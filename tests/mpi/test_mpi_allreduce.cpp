@@ -2,6 +2,7 @@
 #include <mpi.h>
 
 #include <cstring>
+#include <ios>
 #include <string>
 
 #include <vktower/runtime/mpi/detail/mpi_process_group.h>
@@ -10,6 +11,8 @@
 #include "mpi_test_support.h"
 
 namespace {
+
+using vkt::detail::AllreduceAlgorithm;
 
 // Every rank's result, gathered, is the same bits as the rank-order reference.
 template <typename T>
@@ -20,8 +23,8 @@ void check_allreduce(vkt::ProcessGroup& group, std::size_t n, unsigned seed) {
   INFO("rank " << group.rank() << " of " << group.size() << ", " << n << " elements");
   const std::size_t diff =
       vkt::test::first_bit_difference(std::span<const T>(data), std::span<const T>(expected));
-  INFO("first difference at " << diff << ": " << (diff < n ? data[diff] : T{}) << " vs "
-                              << (diff < n ? expected[diff] : T{}));
+  INFO("first difference at " << diff << ": " << std::hexfloat << (diff < n ? data[diff] : T{})
+                              << " vs " << (diff < n ? expected[diff] : T{}));
   CHECK(diff == n);
   // The same bits on every rank: every rank's result on every rank.
   std::vector<std::byte> all(n * sizeof(T) * static_cast<std::size_t>(group.size()));
@@ -35,30 +38,48 @@ void check_allreduce(vkt::ProcessGroup& group, std::size_t n, unsigned seed) {
 
 }  // namespace
 
+constexpr AllreduceAlgorithm kAlgorithms[] = {
+    AllreduceAlgorithm::ReduceScatter, AllreduceAlgorithm::Direct, AllreduceAlgorithm::Automatic};
+
 TEST_CASE("allreduce_sum of floats is the rank-order sum bit for bit on every rank, chunked",
           "[mpi]") {
   const int ranks = vkt::mpi_world().size();
   // Chunks of 40 bytes (10 floats) and 28 bytes (7 floats): neither divisible by
   // 2 or 3 ranks, and far smaller than most of the data.
-  for (std::size_t chunk_bytes : {std::size_t{40}, std::size_t{28}, std::size_t{4}}) {
-    vkt::detail::MpiProcessGroup group(MPI_COMM_WORLD, chunk_bytes);
-    for (std::size_t n :
-         {std::size_t{0}, std::size_t{1}, std::size_t(ranks - 1), std::size_t(ranks + 1),
-          std::size_t{10}, std::size_t{11}, std::size_t{1001}}) {
-      INFO("chunk " << chunk_bytes << " bytes");
-      check_allreduce<float>(group, n, 7u + static_cast<unsigned>(n));
+  for (AllreduceAlgorithm algorithm : kAlgorithms) {
+    for (std::size_t chunk_bytes : {std::size_t{40}, std::size_t{28}, std::size_t{4}}) {
+      vkt::detail::MpiProcessGroup group(MPI_COMM_WORLD, chunk_bytes, algorithm);
+      for (std::size_t n :
+           {std::size_t{0}, std::size_t{1}, std::size_t(ranks - 1), std::size_t(ranks + 1),
+            std::size_t{10}, std::size_t{11}, std::size_t{1001}}) {
+        INFO("algorithm " << static_cast<int>(algorithm) << ", chunk " << chunk_bytes << " bytes");
+        check_allreduce<float>(group, n, 7u + static_cast<unsigned>(n));
+      }
     }
   }
 }
 
 TEST_CASE("allreduce_sum of doubles is the rank-order sum bit for bit on every rank, chunked",
           "[mpi]") {
-  for (std::size_t chunk_bytes : {std::size_t{72}, std::size_t{8}, std::size_t{20}}) {
-    vkt::detail::MpiProcessGroup group(MPI_COMM_WORLD, chunk_bytes);
-    for (std::size_t n :
-         {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{17}, std::size_t{500}}) {
-      INFO("chunk " << chunk_bytes << " bytes");
-      check_allreduce<double>(group, n, 11u + static_cast<unsigned>(n));
+  for (AllreduceAlgorithm algorithm : kAlgorithms) {
+    for (std::size_t chunk_bytes : {std::size_t{72}, std::size_t{8}, std::size_t{20}}) {
+      vkt::detail::MpiProcessGroup group(MPI_COMM_WORLD, chunk_bytes, algorithm);
+      for (std::size_t n :
+           {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{17}, std::size_t{500}}) {
+        INFO("algorithm " << static_cast<int>(algorithm) << ", chunk " << chunk_bytes << " bytes");
+        check_allreduce<double>(group, n, 11u + static_cast<unsigned>(n));
+      }
+    }
+  }
+}
+
+TEST_CASE("allreduce_sum over several large chunks, each algorithm", "[mpi]") {
+  // Chunks at kDirectBytes and past it (Automatic picks one of each).
+  for (AllreduceAlgorithm algorithm : kAlgorithms) {
+    for (std::size_t chunk_bytes : {std::size_t{64} << 10, std::size_t{100} << 10}) {
+      vkt::detail::MpiProcessGroup group(MPI_COMM_WORLD, chunk_bytes, algorithm);
+      INFO("algorithm " << static_cast<int>(algorithm) << ", chunk " << chunk_bytes << " bytes");
+      check_allreduce<float>(group, chunk_bytes / sizeof(float) * 5 / 2 + 1, 5u);
     }
   }
 }
@@ -97,8 +118,10 @@ TEST_CASE("allreduce_sum adds in rank order: another order gives other bits", "[
           expected);
   }
   vkt::detail::MpiProcessGroup one_per_chunk(MPI_COMM_WORLD, sizeof(float));
+  vkt::detail::MpiProcessGroup scattered(MPI_COMM_WORLD, 64, AllreduceAlgorithm::ReduceScatter);
   for (vkt::ProcessGroup* group :
-       {static_cast<vkt::ProcessGroup*>(&world), static_cast<vkt::ProcessGroup*>(&one_per_chunk)}) {
+       {static_cast<vkt::ProcessGroup*>(&world), static_cast<vkt::ProcessGroup*>(&one_per_chunk),
+        static_cast<vkt::ProcessGroup*>(&scattered)}) {
     std::vector<float> sum = data;
     group->allreduce_sum(std::span<float>(sum), "rank order");
     CHECK(sum == expected);

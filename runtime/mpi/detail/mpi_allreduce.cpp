@@ -32,6 +32,11 @@ void sum_in_rank_order(const std::vector<const T*>& in, T* out, std::size_t n) {
   }
 }
 
+// The slot of rank `peer`'s copy in scratch: one per other rank.
+std::size_t slot_of(int peer, int rank) {
+  return static_cast<std::size_t>(peer < rank ? peer : peer - 1);
+}
+
 template <typename T>
 std::span<const std::byte> bytes_of(std::span<T> values) {
   return std::as_bytes(values);
@@ -39,40 +44,57 @@ std::span<const std::byte> bytes_of(std::span<T> values) {
 
 }  // namespace
 
+bool MpiProcessGroup::direct(std::size_t chunk_bytes) const {
+  switch (algorithm_) {
+    case AllreduceAlgorithm::Direct:
+      return true;
+    case AllreduceAlgorithm::ReduceScatter:
+      return false;
+    case AllreduceAlgorithm::Automatic:
+      break;
+  }
+  return chunk_bytes <= kDirectBytes;
+}
+
 template <typename T>
-void MpiProcessGroup::allreduce_chunk(std::span<T> chunk, const CollectiveDeadline& deadline) {
+void MpiProcessGroup::post_reduce(MpiExchange& exchange, std::span<T> chunk) {
   const std::size_t n = chunk.size();
   const std::size_t my_begin = slice_begin(n, rank_, size_);
   const std::size_t my_size = slice_begin(n, rank_ + 1, size_) - my_begin;
-  const std::span<T> mine = chunk.subspan(my_begin, my_size);
   T* const scratch = reinterpret_cast<T*>(scratch_.data());
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    const std::size_t begin = slice_begin(n, peer, size_);
+    const std::size_t size = slice_begin(n, peer + 1, size_) - begin;
+    if (my_size > 0) {
+      exchange.receive(
+          std::as_writable_bytes(std::span<T>(scratch + slot_of(peer, rank_) * my_size, my_size)),
+          peer, kTagReduceSlices);
+    }
+    if (size > 0) exchange.send(bytes_of(chunk.subspan(begin, size)), peer, kTagReduceSlices);
+  }
+}
 
-  // Reduce-scatter: every rank's copy of my slice into scratch (slot k for rank k).
-  {
-    MpiExchange exchange(comm_, deadline);
-    for (int peer = 0; peer < size_; ++peer) {
-      if (peer == rank_) continue;
-      const std::size_t begin = slice_begin(n, peer, size_);
-      const std::size_t size = slice_begin(n, peer + 1, size_) - begin;
-      if (my_size > 0) {
-        exchange.receive(std::as_writable_bytes(std::span<T>(
-                             scratch + static_cast<std::size_t>(peer) * my_size, my_size)),
-                         peer, kTagReduceSlices);
-      }
-      if (size > 0) exchange.send(bytes_of(chunk.subspan(begin, size)), peer, kTagReduceSlices);
-    }
-    exchange.wait();
+template <typename T>
+void MpiProcessGroup::sum_my_slice(std::span<T> chunk) {
+  const std::size_t n = chunk.size();
+  const std::size_t my_begin = slice_begin(n, rank_, size_);
+  const std::size_t my_size = slice_begin(n, rank_ + 1, size_) - my_begin;
+  if (my_size == 0) return;
+  const T* const scratch = reinterpret_cast<const T*>(scratch_.data());
+  T* const mine = chunk.data() + my_begin;
+  std::vector<const T*> in(static_cast<std::size_t>(size_));
+  for (int k = 0; k < size_; ++k) {
+    in[static_cast<std::size_t>(k)] = k == rank_ ? mine : scratch + slot_of(k, rank_) * my_size;
   }
-  if (my_size > 0) {
-    std::vector<const T*> in(static_cast<std::size_t>(size_));
-    for (int k = 0; k < size_; ++k) {
-      in[static_cast<std::size_t>(k)] =
-          k == rank_ ? mine.data() : scratch + static_cast<std::size_t>(k) * my_size;
-    }
-    sum_in_rank_order(in, mine.data(), my_size);
-  }
-  // Allgather: my summed slice to every rank, every other summed slice into place.
-  MpiExchange exchange(comm_, deadline);
+  sum_in_rank_order(in, mine, my_size);
+}
+
+template <typename T>
+void MpiProcessGroup::post_gather(MpiExchange& exchange, std::span<T> chunk) {
+  const std::size_t n = chunk.size();
+  const std::size_t my_begin = slice_begin(n, rank_, size_);
+  const std::size_t my_size = slice_begin(n, rank_ + 1, size_) - my_begin;
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
     const std::size_t begin = slice_begin(n, peer, size_);
@@ -80,9 +102,53 @@ void MpiProcessGroup::allreduce_chunk(std::span<T> chunk, const CollectiveDeadli
     if (size > 0) {
       exchange.receive(std::as_writable_bytes(chunk.subspan(begin, size)), peer, kTagGatherSlices);
     }
-    if (my_size > 0) exchange.send(bytes_of(mine), peer, kTagGatherSlices);
+    if (my_size > 0)
+      exchange.send(bytes_of(chunk.subspan(my_begin, my_size)), peer, kTagGatherSlices);
   }
-  exchange.wait();
+}
+
+template <typename T>
+void MpiProcessGroup::reduce_scatter(std::span<T> data, std::size_t chunk,
+                                     const CollectiveDeadline& deadline) {
+  const auto piece = [&](std::size_t begin) {
+    return data.subspan(begin, std::min(chunk, data.size() - begin));
+  };
+  {
+    MpiExchange exchange(comm_, deadline);
+    post_reduce(exchange, piece(0));
+    exchange.wait();
+  }
+  // Chunk c's allgather travels with chunk c+1's reduce-scatter: one wait per
+  // chunk, not two. Both are in flight while the scratch is free again (chunk
+  // c's sum is done) and they touch different chunks of `data`.
+  for (std::size_t begin = 0; begin < data.size(); begin += chunk) {
+    sum_my_slice(piece(begin));
+    MpiExchange exchange(comm_, deadline);
+    post_gather(exchange, piece(begin));
+    if (begin + chunk < data.size()) post_reduce(exchange, piece(begin + chunk));
+    exchange.wait();
+  }
+}
+
+template <typename T>
+void MpiProcessGroup::direct_chunk(std::span<T> chunk, const CollectiveDeadline& deadline) {
+  const std::size_t n = chunk.size();
+  T* const scratch = reinterpret_cast<T*>(scratch_.data());
+  {
+    MpiExchange exchange(comm_, deadline);
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_) continue;
+      exchange.receive(std::as_writable_bytes(std::span<T>(scratch + slot_of(peer, rank_) * n, n)),
+                       peer, kTagDirect);
+      exchange.send(bytes_of(chunk), peer, kTagDirect);
+    }
+    exchange.wait();  // the sends too: the sum below overwrites the chunk
+  }
+  std::vector<const T*> in(static_cast<std::size_t>(size_));
+  for (int k = 0; k < size_; ++k) {
+    in[static_cast<std::size_t>(k)] = k == rank_ ? chunk.data() : scratch + slot_of(k, rank_) * n;
+  }
+  sum_in_rank_order(in, chunk.data(), n);
 }
 
 template <typename T>
@@ -90,16 +156,23 @@ void MpiProcessGroup::allreduce(std::span<T> data, std::string_view what) {
   collective(what, [&](const CollectiveDeadline& deadline) {
     if (data.empty() || size_ == 1) return;
     const std::size_t chunk = std::max<std::size_t>(1, chunk_bytes_ / sizeof(T));
-    // Slot k holds rank k's copy of this rank's slice: at most ceil(chunk / P)
-    // elements each, P slots (this rank's own slot unused).
-    const std::size_t slot = (std::min(chunk, data.size()) + static_cast<std::size_t>(size_) - 1) /
-                             static_cast<std::size_t>(size_);
-    const std::size_t scratch_bytes = slot * static_cast<std::size_t>(size_) * sizeof(T);
+    const std::size_t first = std::min(chunk, data.size());
+    const bool whole_chunks = direct(first * sizeof(T));
+    // Direct: a slot per other rank of a whole chunk; ReduceScatter: of a slice
+    // (at most ceil(chunk / P) elements).
+    const auto others = static_cast<std::size_t>(size_ - 1);
+    const std::size_t slot =
+        whole_chunks ? first : (first + others) / static_cast<std::size_t>(size_);
+    const std::size_t scratch_bytes = slot * others * sizeof(T);
     if (scratch_.size() * sizeof(double) < scratch_bytes) {
       scratch_.resize((scratch_bytes + sizeof(double) - 1) / sizeof(double));
     }
+    if (!whole_chunks) {
+      reduce_scatter(data, chunk, deadline);
+      return;
+    }
     for (std::size_t begin = 0; begin < data.size(); begin += chunk) {
-      allreduce_chunk(data.subspan(begin, std::min(chunk, data.size() - begin)), deadline);
+      direct_chunk(data.subspan(begin, std::min(chunk, data.size() - begin)), deadline);
     }
   });
 }

@@ -14,14 +14,15 @@ namespace {
 
 // The largest single message: MPI counts are int; 1 GiB keeps well inside.
 constexpr std::size_t kMaxMessageBytes = std::size_t{1} << 30;
-// The wait sleeps between polls, from kFirstSleep doubling to kLongestSleep, and
-// starts again from kFirstSleep whenever a message completed. MPI progresses
-// only inside MPI calls, so the sleeps bound the added latency per message.
+// The wait polls without sleeping for kSpinAfterProgress after a message last
+// completed (and after the wait began): a transfer under way keeps its core, as
+// MPI's own blocking calls do, since MPI progresses only inside MPI calls and a
+// sleeping rank delays its peers too. A peer that is late costs this much
+// spinning; then the wait sleeps between polls, from kFirstSleep doubling to
+// kLongestSleep, starting again from kFirstSleep whenever a message completed.
+constexpr std::chrono::microseconds kSpinAfterProgress{200};
 constexpr std::chrono::microseconds kFirstSleep{20};
 constexpr std::chrono::microseconds kLongestSleep{1000};
-// Polls without a sleep before the first one: a message about to complete
-// costs no sleep's granularity.
-constexpr int kPollsBeforeSleeping = 16;
 
 std::string error_string(int rc) {
   char text[MPI_MAX_ERROR_STRING];
@@ -79,7 +80,7 @@ void MpiExchange::wait() {
   indices_.resize(requests_.size());
   statuses_.resize(requests_.size());
   auto sleep = kFirstSleep;
-  int polls = 0;
+  auto last_progress = MpiClock::now();
   while (pending_ > 0) {
     int done = 0;
     const int rc = MPI_Testsome(static_cast<int>(requests_.size()), requests_.data(), &done,
@@ -99,11 +100,12 @@ void MpiExchange::wait() {
         complete(indices_[static_cast<std::size_t>(i)], statuses_[static_cast<std::size_t>(i)]);
       }
       sleep = kFirstSleep;
-      polls = 0;
+      last_progress = MpiClock::now();
       continue;
     }
-    if (MpiClock::now() >= deadline_.at) throw_timeout();
-    if (++polls <= kPollsBeforeSleeping) continue;
+    const auto now = MpiClock::now();
+    if (now >= deadline_.at) throw_timeout();
+    if (now - last_progress < kSpinAfterProgress) continue;
     std::this_thread::sleep_for(sleep);
     sleep = std::min(sleep * 2, kLongestSleep);
   }

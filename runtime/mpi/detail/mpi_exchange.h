@@ -33,6 +33,7 @@ enum MpiTag : int {
   kTagBroadcast = 104,
   kTagGather = 105,
   kTagSizes = 106,
+  kTagDirect = 107,
 };
 
 /// Non-blocking sends and receives, posted, then waited for together. A span

@@ -39,8 +39,9 @@ std::size_t to_size(std::uint64_t value, int peer, std::string_view what) {
 
 }  // namespace
 
-MpiProcessGroup::MpiProcessGroup(MPI_Comm comm, std::size_t chunk_bytes)
-    : chunk_bytes_(chunk_bytes) {
+MpiProcessGroup::MpiProcessGroup(MPI_Comm comm, std::size_t chunk_bytes,
+                                 AllreduceAlgorithm algorithm)
+    : chunk_bytes_(chunk_bytes), algorithm_(algorithm) {
   if (chunk_bytes == 0 || chunk_bytes > kMaxChunkBytes) {
     throw Error(fmt::format("MPI allreduce chunk of {} bytes: give 1 byte to 1 GiB", chunk_bytes));
   }

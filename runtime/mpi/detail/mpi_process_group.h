@@ -15,23 +15,33 @@
 
 namespace vkt::detail {
 
+/// How allreduce_sum exchanges a chunk; both sum in rank order.
+///   ReduceScatter: the chunk is cut into size() slices and rank j owns slice j.
+///     Every rank sends slice j to rank j, which sums the size() copies into its
+///     slice; then every rank sends its summed slice to all. Two rounds (a
+///     chunk's second travels with the next chunk's first); each rank sends and
+///     receives 2 (P-1)/P of the bytes (as a ring allreduce).
+///   Direct: every rank sends the chunk to every other and sums all P copies
+///     itself. One round; each rank sends (P-1) x the bytes.
+///   Automatic: Direct for a chunk of at most kDirectBytes (latency-bound: one
+///     round beats two), ReduceScatter otherwise. (Direct moves the same bytes
+///     as ReduceScatter for 2 ranks, but measured 3x slower on 1 MiB there:
+///     docs/PERFORMANCE.md.)
+enum class AllreduceAlgorithm { Automatic, ReduceScatter, Direct };
+
 /// Every collective is point-to-point messages between every pair of ranks
 /// (so a timeout names exactly the ranks that did not answer), waited for by
-/// MpiExchange against one deadline per collective.
-///
-/// allreduce_sum, per chunk of `chunk_bytes`: the chunk is cut into size()
-/// slices and rank j owns slice j. Every rank sends slice j to rank j, which
-/// sums the size() copies in rank order into its slice; then every rank sends
-/// its summed slice to all (reduce-scatter, then allgather: each rank sends and
-/// receives 2 (P-1)/P of the bytes, as a ring allreduce does). Extra memory:
-/// one chunk.
+/// MpiExchange against one deadline per collective. allreduce_sum works in
+/// chunks of `chunk_bytes`; extra host memory: one chunk (Direct: P-1 chunks).
 class MpiProcessGroup final : public ProcessGroup {
  public:
-  static constexpr std::size_t kDefaultChunkBytes = std::size_t{8} << 20;
+  static constexpr std::size_t kDefaultChunkBytes = std::size_t{4} << 20;
+  static constexpr std::size_t kDirectBytes = std::size_t{64} << 10;
 
   /// Collective over `comm`'s ranks, on a duplicate of it (its messages never
   /// meet the caller's). vkt::Error for a chunk_bytes of 0 or over 1 GiB.
-  explicit MpiProcessGroup(MPI_Comm comm, std::size_t chunk_bytes = kDefaultChunkBytes);
+  explicit MpiProcessGroup(MPI_Comm comm, std::size_t chunk_bytes = kDefaultChunkBytes,
+                           AllreduceAlgorithm algorithm = AllreduceAlgorithm::Automatic);
   ~MpiProcessGroup() override;
   MpiProcessGroup(const MpiProcessGroup&) = delete;
   MpiProcessGroup& operator=(const MpiProcessGroup&) = delete;
@@ -57,7 +67,16 @@ class MpiProcessGroup final : public ProcessGroup {
   void collective(std::string_view what,
                   const std::function<void(const CollectiveDeadline&)>& body);
   template <typename T>
-  void allreduce_chunk(std::span<T> chunk, const CollectiveDeadline& deadline);
+  void reduce_scatter(std::span<T> data, std::size_t chunk, const CollectiveDeadline& deadline);
+  template <typename T>
+  void post_reduce(MpiExchange& exchange, std::span<T> chunk);
+  template <typename T>
+  void sum_my_slice(std::span<T> chunk);
+  template <typename T>
+  void post_gather(MpiExchange& exchange, std::span<T> chunk);
+  template <typename T>
+  void direct_chunk(std::span<T> chunk, const CollectiveDeadline& deadline);
+  bool direct(std::size_t chunk_bytes) const;
   template <typename T>
   void allreduce(std::span<T> data, std::string_view what);
   std::vector<std::uint64_t> allgather_sizes(std::uint64_t mine,
@@ -68,7 +87,8 @@ class MpiProcessGroup final : public ProcessGroup {
   int rank_ = 0;
   int size_ = 1;
   std::size_t chunk_bytes_;
-  std::vector<double> scratch_;  // the other ranks' copies of this rank's slice
+  AllreduceAlgorithm algorithm_;
+  std::vector<double> scratch_;  // the other ranks' copies, one slot per other rank
   std::string broken_reason_;
 };
 
