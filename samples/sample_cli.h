@@ -5,16 +5,18 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <vktower/runtime/mpi/process_group.h>
 #include <vktower/tower/device_list.h>
 #include <vktower/tower/estimator.h>
 #include <vktower/vktower.h>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 #include "sample_flags.h"
 
-/// --devices, --model-dir, --steps, --seed, --batch-size, --accumulate.
+/// --devices, --model-dir, --steps, --seed, --batch-size, --accumulate, --mpi.
 struct SampleFlags {
   std::string devices = "all";
   std::string model_dir{};
@@ -22,6 +24,7 @@ struct SampleFlags {
   std::uint64_t seed = 0;
   std::int64_t batch_size = 0;
   int accumulate = 1;
+  bool mpi = false;  // join the MPI world even when Open MPI's mpirun did not start us
 };
 
 /// Adds the shared flags to `app`, with `flags` holding the sample's defaults.
@@ -45,6 +48,19 @@ inline void add_sample_flags(CLI::App& app, SampleFlags& flags, const char* seed
       ->capture_default_str()
       ->check(whole_number(1, kI64));
   add_accumulate_flag(app, flags.accumulate);
+  app.add_flag("--mpi", flags.mpi,
+               "one process of an MPI job (a launch by Open MPI's mpirun is noticed without "
+               "it); see docs/DISTRIBUTED.md");
+}
+
+/// RunConfig::mpi from the flags: on with --mpi, else detected from the launch.
+inline std::optional<bool> mpi_setting(const SampleFlags& flags) {
+  return flags.mpi ? std::optional<bool>(true) : std::nullopt;
+}
+
+/// The job's processes: 1 unless the Estimator joined an MPI world.
+inline int processes_of(const vkt::Estimator& estimator) {
+  return estimator.processes() ? estimator.processes()->size() : 1;
 }
 
 struct Towers {

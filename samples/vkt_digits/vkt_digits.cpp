@@ -114,14 +114,22 @@ int main(int argc, char** argv) {
             });
     const auto [train, test] = all.split(kTestFraction, kSplitSeed);
     const Towers towers = resolve_devices(flags.devices);
-    fmt::print("{} train and {} test digits; {} tower{} on devices {}\n", train.size(), test.size(),
-               towers.devices.size(), towers.devices.size() == 1 ? "" : "s", towers.description);
-
     vkt::Estimator estimator(vkt::replicate_model_fn(digits_model, {.devices = towers.devices}),
                              {.model_dir = flags.model_dir,
                               .random_seed = flags.seed,
-                              .accumulate_steps = flags.accumulate},
+                              .accumulate_steps = flags.accumulate,
+                              .mpi = mpi_setting(flags)},
                              {{"learning_rate", learning_rate}, {"dropout", dropout}});
+    // Under MPI every rank trains; rank 0 alone reports.
+    const bool chief = estimator.rank() == 0;
+    const int processes = processes_of(estimator);
+    const std::size_t all_towers = towers.devices.size() * static_cast<std::size_t>(processes);
+    if (chief) {
+      fmt::print("{} train and {} test digits; {} tower{} on devices {}{}\n", train.size(),
+                 test.size(), towers.devices.size(), towers.devices.size() == 1 ? "" : "s",
+                 towers.description,
+                 processes > 1 ? fmt::format(" in each of {} processes", processes) : "");
+    }
     const auto throughput = std::make_shared<Throughput>();
     estimator.train(vkt::dataset_input(train, {.batch_size = flags.batch_size,
                                                .epochs = 0,
@@ -134,17 +142,19 @@ int main(int argc, char** argv) {
         throughput->steps_per_s() * static_cast<double>(flags.batch_size) * flags.accumulate;
     const double wall = std::chrono::duration<double>(Clock::now() - started).count();
 
+    if (!chief) return 0;
     fmt::print("\n{:<12} {}\n", "metric", "value");
     fmt::print("{:<12} {:.4f}\n", "loss", result.at("loss"));
     fmt::print("{:<12} {:.4f}\n", "accuracy", result.at("accuracy"));
     fmt::print("{:<12} {}\n", "global step", result.at("global_step"));
-    fmt::print("{:<12} {}\n", "towers", towers.devices.size());
+    if (processes > 1) fmt::print("{:<12} {}\n", "processes", processes);
+    fmt::print("{:<12} {}\n", "towers", all_towers);
     fmt::print("{:<12} {}\n", "devices", towers.description);
     fmt::print("{:<12} {:.0f}\n", "examples/s", examples_per_s);
     fmt::print("{:<12} {:.1f} s\n", "wall time", wall);
     print_model_dir(estimator, flags);
     fmt::print("test_accuracy={:.4f} examples_per_s={:.0f} towers={}\n", result.at("accuracy"),
-               examples_per_s, towers.devices.size());
+               examples_per_s, all_towers);
     return 0;
   } catch (const vkt::Error& e) {
     fmt::print(stderr, "vkt-digits: {}\n", e.what());

@@ -60,12 +60,16 @@ class AlternatingInput : public vkt::Input {
   std::uint64_t step_;
 };
 
-/// Prints every step's loss.
+/// Prints every step's loss (on rank 0 alone, under mpirun).
 class PrintLoss : public vkt::TrainingHook {
  public:
+  explicit PrintLoss(bool chief) : chief_(chief) {}
   void after_step(std::uint64_t global_step, float loss) override {
-    fmt::print("step {}: loss {}\n", global_step, loss);
+    if (chief_) fmt::print("step {}: loss {}\n", global_step, loss);
   }
+
+ private:
+  bool chief_;
 };
 
 }  // namespace
@@ -123,11 +127,15 @@ int main(int argc, char** argv) {
          .log_step_count_steps = 0,
          .progress = false,
          .accumulate_steps = accumulate});
-    fmt::print("{} tower{} on {}, reduction {}\n", n, n == 1 ? "" : "s", device_name, reduction);
+    const bool chief = estimator.rank() == 0;  // under mpirun, rank 0 alone reports
+    if (chief) {
+      fmt::print("{} tower{} on {}, reduction {}\n", n, n == 1 ? "" : "s", device_name, reduction);
+    }
     const vkt::InputFn input = [rows](const vkt::InputContext& context) {
       return std::make_unique<AlternatingInput>(rows, context.start_batch);
     };
-    estimator.train(input, {.steps = steps, .hooks = {std::make_shared<PrintLoss>()}});
+    estimator.train(input, {.steps = steps, .hooks = {std::make_shared<PrintLoss>(chief)}});
+    if (!chief) return 0;  // rank 0's model_dir holds the checkpoints
     const float c = estimator.variable_value("c").f32.at(0);  // from the newest checkpoint
     if (vkt::InstanceOptions::from_environment().validation) {
       fmt::print("validation messages: {}\n", vkt::Instance::process_validation_messages());

@@ -121,16 +121,22 @@ int main(int argc, char** argv) {
     const vkt::Dataset train = raw_train.map("x", standardize);
     const vkt::Dataset test = raw_test.map("x", standardize);
     const Towers towers = resolve_devices(flags.devices);
-    fmt::print("{} train and {} test examples; {} tower{} on devices {}\n", train.size(),
-               test.size(), towers.devices.size(), towers.devices.size() == 1 ? "" : "s",
-               towers.description);
-
     vkt::Estimator estimator(
         vkt::replicate_model_fn(wide_deep_model, {.devices = towers.devices}),
         {.model_dir = flags.model_dir,
          .random_seed = flags.seed,
-         .accumulate_steps = flags.accumulate},
+         .accumulate_steps = flags.accumulate,
+         .mpi = mpi_setting(flags)},
         {{"learning_rate", learning_rate}, {"ftrl_learning_rate", ftrl_learning_rate}});
+    // Under MPI every rank trains; rank 0 alone reports.
+    const bool chief = estimator.rank() == 0;
+    const int processes = processes_of(estimator);
+    if (chief) {
+      fmt::print("{} train and {} test examples; {} tower{} on devices {}{}\n", train.size(),
+                 test.size(), towers.devices.size(), towers.devices.size() == 1 ? "" : "s",
+                 towers.description,
+                 processes > 1 ? fmt::format(" in each of {} processes", processes) : "");
+    }
     estimator.train(vkt::dataset_input(train, {.batch_size = flags.batch_size,
                                                .epochs = 0,
                                                .shuffle_seed = flags.seed,
@@ -140,12 +146,14 @@ int main(int argc, char** argv) {
         estimator.evaluate(vkt::dataset_input(test, {.batch_size = flags.batch_size}));
     const double wall = std::chrono::duration<double>(Clock::now() - started).count();
 
+    if (!chief) return 0;
     fmt::print("\n{:<12} {}\n", "metric", "value");
     for (const char* name : {"loss", "accuracy", "auc", "precision", "recall"}) {
       fmt::print("{:<12} {:.4f}\n", name, result.at(name));
     }
     fmt::print("{:<12} {}\n", "global step", result.at("global_step"));
-    fmt::print("{:<12} {}\n", "towers", towers.devices.size());
+    if (processes > 1) fmt::print("{:<12} {}\n", "processes", processes);
+    fmt::print("{:<12} {}\n", "towers", towers.devices.size() * static_cast<std::size_t>(processes));
     fmt::print("{:<12} {}\n", "devices", towers.description);
     fmt::print("{:<12} {:.1f} s\n", "wall time", wall);
     print_model_dir(estimator, flags);
