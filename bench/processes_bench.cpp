@@ -92,9 +92,10 @@ int main(int argc, char** argv) {
     const char* threads = std::getenv("LP_NUM_THREADS");
     if (chief) {
       vkt::Instance instance;
-      fmt::print("device 0: {}, LP_NUM_THREADS={}, MLP {}-{}-{}-{}, global batch {}, SGD, {} steps\n",
-                 instance.device(0).name, threads ? threads : "unset", kIn, s.hidden, s.hidden,
-                 kClasses, s.batch, s.steps);
+      fmt::print(
+          "device 0: {}, LP_NUM_THREADS={}, MLP {}-{}-{}-{}, global batch {}, SGD, {} steps\n",
+          instance.device(0).name, threads ? threads : "unset", kIn, s.hidden, s.hidden, kClasses,
+          s.batch, s.steps);
     }
     const double processes = train(s, 1, &world);
     double towers = 0;

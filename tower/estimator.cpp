@@ -15,9 +15,9 @@
 
 #include "../runtime/io/checkpoint.h"
 #include "../runtime/io/checkpoint_manager.h"
+#include "../runtime/mpi/process_group.h"
 #include "../runtime/vulkan/detail/log.h"
 #include "../runtime/vulkan/error.h"
-#include "../runtime/mpi/process_group.h"
 #include "hooks.h"
 #include "process_batches.h"
 #include "replicate.h"
@@ -174,7 +174,9 @@ Estimator::Estimator(ModelFn model_fn, RunConfig config, Params params)
   }
 }
 
-int Estimator::rank() const { return processes_ ? processes_->rank() : 0; }
+int Estimator::rank() const {
+  return processes_ ? processes_->rank() : 0;
+}
 
 std::optional<std::string> Estimator::chief_latest() const {
   std::optional<std::string> latest = chief() ? latest_checkpoint() : std::nullopt;
@@ -284,8 +286,7 @@ Estimator::Built& Estimator::built(Mode mode, const Batch& first, std::int64_t g
   b->features = features;
   b->labels = labels;
   ModelContext root(instance_, features, labels, GraphOptions{.seed = config_.random_seed});
-  root.set_distribution(
-      {.processes = processes_, .accumulate_steps = config_.accumulate_steps});
+  root.set_distribution({.processes = processes_, .accumulate_steps = config_.accumulate_steps});
   EstimatorSpec spec = model_fn_(root, {}, {}, mode, params_);
   if (!spec.run) throw Error("internal: a replicated model function returned no run");
   b->run = spec.run;
@@ -437,8 +438,9 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
   if (run.micro_batch() != 0) {
     // The input ended part-way through a step: its micro-batches are dropped
     // (the variables are still the last step's, which is what is saved).
-    if (chief()) detail::log().info("the input ended after {} of the {} micro-batches of step {}: dropped",
-                       run.micro_batch(), config_.accumulate_steps, step + 1);
+    if (chief())
+      detail::log().info("the input ended after {} of the {} micro-batches of step {}: dropped",
+                         run.micro_batch(), config_.accumulate_steps, step + 1);
     run.discard_micro_batches();
   }
   if (saved_at != step || !b.restored) save();

@@ -31,8 +31,8 @@ HostBatch gather_rows(ProcessGroup& processes, const HostBatch& mine, const std:
   HostBatch joined;
   for (const auto& [name, t] : mine) {
     const bool f32 = t.dtype == DType::F32;
-    const std::vector<std::vector<std::byte>> parts =
-        processes.gather(f32 ? bytes_of(t.f32) : bytes_of(t.i32), fmt::format("{}: '{}'", what, name));
+    const std::vector<std::vector<std::byte>> parts = processes.gather(
+        f32 ? bytes_of(t.f32) : bytes_of(t.i32), fmt::format("{}: '{}'", what, name));
     if (processes.rank() != 0) continue;
     const std::int64_t row = t.rows() > 0 ? t.shape.elements() / t.rows() : 1;
     HostTensor all;  // takes the first part's shape

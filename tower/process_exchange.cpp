@@ -59,8 +59,7 @@ std::vector<Ticket> ProcessExchange::run(std::span<const Ticket> ready, const st
   return done;
 }
 
-Ticket ProcessExchange::sum(std::size_t k, std::span<const Ticket> ready,
-                            const std::string& what) {
+Ticket ProcessExchange::sum(std::size_t k, std::span<const Ticket> ready, const std::string& what) {
   const Part& part = sums_[k];
   const std::string label = what + ": the gradients' sum over processes";
   const auto floats = [](std::span<std::byte> bytes) {

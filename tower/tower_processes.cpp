@@ -32,9 +32,9 @@ struct TemporaryFile {
   std::string path;
   TemporaryFile() {
     static std::atomic<int> next{0};
-    path = (fs::temp_directory_path() /
-            fmt::format("vktower-{}-{}.safetensors", ::getpid(), next++))
-               .string();
+    path =
+        (fs::temp_directory_path() / fmt::format("vktower-{}-{}.safetensors", ::getpid(), next++))
+            .string();
   }
   ~TemporaryFile() {
     std::error_code ec;
@@ -62,15 +62,15 @@ constexpr std::string_view kUnreadable = "vktower: unreadable checkpoint: ";
 
 std::vector<std::string> TowerRun::describe(const ModelContext& root) const {
   std::vector<std::string> lines{
-      fmt::format("mode {}", mode_name(mode_)),
-      fmt::format("towers per process {}", towers()),
+      fmt::format("mode {}", mode_name(mode_)), fmt::format("towers per process {}", towers()),
       fmt::format("accumulate steps {}", root.distribution().accumulate_steps),
       fmt::format("loss reduction {}", static_cast<int>(options_.loss_reduction)),
       fmt::format("variable mode {}", static_cast<int>(options_.variable_mode))};
   for (const auto* group : {&root.feature_specs(), &root.label_specs()}) {
     for (const auto& [name, spec] : *group) {
-      lines.push_back(fmt::format("{} '{}' {} {}", group == &root.feature_specs() ? "feature" : "label",
-                                  name, spec.shape.str(), to_string(spec.dtype)));
+      lines.push_back(fmt::format("{} '{}' {} {}",
+                                  group == &root.feature_specs() ? "feature" : "label", name,
+                                  spec.shape.str(), to_string(spec.dtype)));
     }
   }
   for (const Variable& v : towers_.front().graph->variables()) {
@@ -107,8 +107,8 @@ void TowerRun::join_processes(const ModelContext& root) {
   }
   // Staged parts go in pieces no larger than the devices' own host transfers.
   const std::size_t chunk = std::min(std::size_t{16} << 20, device_options().staging_chunk_bytes);
-  exchange_ = std::make_unique<ProcessExchange>(*distribution_.processes, std::move(sums), std::move(blocks),
-                                                chunk);
+  exchange_ = std::make_unique<ProcessExchange>(*distribution_.processes, std::move(sums),
+                                                std::move(blocks), chunk);
   // Every rank starts from rank 0's variables, whatever its own seed made.
   restore_from_rank0(std::nullopt);
 }
@@ -145,8 +145,8 @@ void TowerRun::restore_from_rank0(const std::optional<std::string>& path) {
       bytes = std::string(kUnreadable) + e.what();
     }
   }
-  bytes = distribution_.processes->broadcast(bytes, 0, path ? "restoring rank 0's checkpoint"
-                                               : "start-up: rank 0's initial variables");
+  bytes = distribution_.processes->broadcast(
+      bytes, 0, path ? "restoring rank 0's checkpoint" : "start-up: rank 0's initial variables");
   if (bytes.starts_with(kUnreadable)) throw Error(bytes.substr(kUnreadable.size()));
   if (rank() == 0 && path) return restore_local(*path);
   write_bytes(file.path, bytes);

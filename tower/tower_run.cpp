@@ -12,8 +12,8 @@
 #include "../runtime/vulkan/error.h"
 #include "../runtime/vulkan/instance.h"
 #include "device_list.h"
-#include "process_exchange.h"
 #include "optimizer_calls.h"
+#include "process_exchange.h"
 #include "sharding.h"
 #include "tower_inputs.h"
 

@@ -267,7 +267,7 @@ class TowerRun {
   bool exchanges_ = false;
   int micro_ = 0;  // micro-batches of the current step done
   bool step_completed_ = false;
-  float loss_before_ = 0;  // the current step's earlier micro-batches' loss
+  float loss_before_ = 0;                      // the current step's earlier micro-batches' loss
   std::unique_ptr<ProcessExchange> exchange_;  // across processes; null: one process
   std::vector<Tower> towers_;
   std::unique_ptr<OptimizerCalls> calls_;

@@ -6,8 +6,8 @@
 #include <map>
 #include <string>
 
-#include "../runtime/vulkan/error.h"
 #include "../runtime/mpi/process_group.h"
+#include "../runtime/vulkan/error.h"
 #include "tower_run.h"
 
 namespace vkt {
@@ -105,13 +105,15 @@ std::map<std::string, double> TowerRun::metrics() const {
     std::size_t next = 0;
     for (const auto& [name, metric] : first.spec.eval_metric_ops) {
       for (std::vector<double>& s : sums.at(name)) {
-        const auto elements = static_cast<std::size_t>(first.accumulators[next++].shape().elements());
+        const auto elements =
+            static_cast<std::size_t>(first.accumulators[next++].shape().elements());
         s.resize(metric.per_example ? elements / static_cast<std::size_t>(tower_batch_) : elements,
                  0.0);
         flat.insert(flat.end(), s.begin(), s.end());
       }
     }
-    distribution_.processes->allreduce_sum(std::span<double>(flat), "evaluation: the metrics' sums");
+    distribution_.processes->allreduce_sum(std::span<double>(flat),
+                                           "evaluation: the metrics' sums");
     loss_sum = flat[0];
     examples_sum = flat[1];
     std::size_t at = 2;

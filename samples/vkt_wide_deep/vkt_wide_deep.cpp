@@ -153,7 +153,8 @@ int main(int argc, char** argv) {
     }
     fmt::print("{:<12} {}\n", "global step", result.at("global_step"));
     if (processes > 1) fmt::print("{:<12} {}\n", "processes", processes);
-    fmt::print("{:<12} {}\n", "towers", towers.devices.size() * static_cast<std::size_t>(processes));
+    fmt::print("{:<12} {}\n", "towers",
+               towers.devices.size() * static_cast<std::size_t>(processes));
     fmt::print("{:<12} {}\n", "devices", towers.description);
     fmt::print("{:<12} {:.1f} s\n", "wall time", wall);
     print_model_dir(estimator, flags);

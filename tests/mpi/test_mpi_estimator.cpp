@@ -75,12 +75,14 @@ Result run(const std::string& dir, bool mpi, int towers, std::uint64_t steps) {
        .plot_loss = false,
        .mpi = mpi});
   const vkt::Dataset data = make_data();
-  estimator.train(vkt::dataset_input(data, {.batch_size = 8, .epochs = 0, .shuffle_seed = 11,
-                                            .drop_remainder = true}),
-                  {.max_steps = steps});
+  estimator.train(
+      vkt::dataset_input(
+          data, {.batch_size = 8, .epochs = 0, .shuffle_seed = 11, .drop_remainder = true}),
+      {.max_steps = steps});
   Result r;
   r.metrics = estimator.evaluate(vkt::dataset_input(data, {.batch_size = 16}));
-  const vkt::HostBatch predictions = estimator.predict(vkt::dataset_input(data, {.batch_size = 16}));
+  const vkt::HostBatch predictions =
+      estimator.predict(vkt::dataset_input(data, {.batch_size = 16}));
   if (predictions.count("logits")) r.logits = predictions.at("logits");
   return r;
 }

@@ -6,11 +6,11 @@
 
 #include <cmath>
 #include <cstring>
-#include <memory>
 #include <map>
+#include <memory>
 #include <optional>
-#include <string>
 #include <random>
+#include <string>
 
 #include <vktower/optimizers/adam.h>
 #include <vktower/optimizers/sgd.h>
@@ -39,7 +39,9 @@ namespace {
 
 constexpr std::int64_t kBatch = 16, kIn = 7, kClasses = 5, kSteps = 20;
 
-vkt::ProcessGroup& world() { return vkt::mpi_world(); }
+vkt::ProcessGroup& world() {
+  return vkt::mpi_world();
+}
 
 vkt::EstimatorSpec mlp(vkt::ModelContext&, const vkt::TensorDict& f, const vkt::TensorDict& l,
                        vkt::Mode mode, const vkt::Params& params) {
@@ -73,10 +75,10 @@ Data data() {
 using Values = std::vector<std::vector<float>>;
 
 struct Job {
-  int towers = 2;                              // per process
-  vkt::ProcessGroup* processes = nullptr;      // null: this process alone
+  int towers = 2;                          // per process
+  vkt::ProcessGroup* processes = nullptr;  // null: this process alone
   vkt::VariableMode mode = vkt::VariableMode::SharedLocalParameterServer;
-  int accumulate = 1;                          // micro-batches per step
+  int accumulate = 1;  // micro-batches per step
   std::optional<vkt::DeviceOptions> device_options{};
 };
 
@@ -114,14 +116,15 @@ Values train(const Job& job, const vkt::ModelFn& model, const Data& d,
   return out;
 }
 
-const std::vector<std::string> kMlpValues{"hidden/kernel", "hidden/bias",          "out/kernel",
-                                          "out/bias",      "hidden/kernel/Adam/m", "out/bias/Adam/v"};
+const std::vector<std::string> kMlpValues{"hidden/kernel",        "hidden/bias",
+                                          "out/kernel",           "out/bias",
+                                          "hidden/kernel/Adam/m", "out/bias/Adam/v"};
 
 Values train(int towers, vkt::ProcessGroup* processes, vkt::VariableMode mode,
              std::optional<vkt::DeviceOptions> device_options = std::nullopt) {
-  return train({.towers = towers, .processes = processes, .mode = mode,
-                .device_options = device_options},
-               mlp, data(), kMlpValues);
+  return train(
+      {.towers = towers, .processes = processes, .mode = mode, .device_options = device_options},
+      mlp, data(), kMlpValues);
 }
 
 /// Every `k` consecutive batches of `d` as one.
@@ -250,8 +253,9 @@ TEST_CASE("sparse (embedding) rows gathered from 2 processes train as 1 process 
   for (const Case c : {Case{1, 1}, Case{2, 1}, Case{1, 2}}) {
     INFO(c.towers << " tower(s) per process, " << c.accumulate << " micro-batch(es)");
     const Data global = joined(d, static_cast<std::size_t>(c.accumulate));
-    const Values many = train({.towers = c.towers, .processes = &world(), .accumulate = c.accumulate},
-                              embedding, d, names);
+    const Values many =
+        train({.towers = c.towers, .processes = &world(), .accumulate = c.accumulate}, embedding, d,
+              names);
     const Values one = train({.towers = 2 * c.towers}, embedding, global, names);
     REQUIRE(many.size() == one.size());
     for (std::size_t v = 0; v < one.size(); ++v) {
