@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <random>
@@ -22,6 +23,18 @@ inline std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float
   std::vector<float> v(n);
   for (float& x : v) x = dist(rng);
   return v;
+}
+
+/// ||a - b|| / ||b|| (2-norms; ||a - b|| when b is 0): how far `a` is from the
+/// reference `b` when only the order of float summation differs.
+inline double norm_relative(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double diff = 0, norm = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    norm += static_cast<double>(b[i]) * b[i];
+  }
+  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
 }
 
 /// Runs `fn`, requires it to throw vkt::Error, and returns the message.

@@ -174,17 +174,7 @@ Data ids_data() {
   return d;
 }
 
-/// ||a - b|| / ||b|| (2-norms), per variable: float rounding in another order
-/// of summation, not a different computation.
-double relative(const std::vector<float>& a, const std::vector<float>& b) {
-  REQUIRE(a.size() == b.size());
-  double diff = 0, scale = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-    scale += static_cast<double>(b[i]) * b[i];
-  }
-  return scale > 0 ? std::sqrt(diff / scale) : std::sqrt(diff);
-}
+using vkt::test::norm_relative;
 
 /// True when every rank's `values` are rank 0's, bit for bit.
 bool same_on_every_rank(const Values& values) {
@@ -209,7 +199,7 @@ TEST_CASE("2 processes x 2 towers train the MLP as 1 process x 4 towers, the sam
     const Values one = train(4, nullptr, mode);
     for (std::size_t v = 0; v < one.size(); ++v) {
       INFO("value " << v);
-      CHECK(relative(many[v], one[v]) <= 1e-6);
+      CHECK(norm_relative(many[v], one[v]) <= 1e-6);
     }
     CHECK(same_on_every_rank(many));
     CHECK(train(2, &world(), mode) == many);  // a second run: the same bits
@@ -221,7 +211,7 @@ TEST_CASE("2 processes x 1 tower train the MLP as 1 process x 2 towers", "[mpi]"
   const Values one = train(2, nullptr, vkt::VariableMode::SharedLocalParameterServer);
   for (std::size_t v = 0; v < one.size(); ++v) {
     INFO("value " << v);
-    CHECK(relative(many[v], one[v]) <= 1e-6);
+    CHECK(norm_relative(many[v], one[v]) <= 1e-6);
   }
   CHECK(same_on_every_rank(many));
 }
@@ -237,7 +227,7 @@ TEST_CASE("4 micro-batches of 16 on 2 processes equal one batch of 64 on 1", "[m
     REQUIRE(many.size() == one.size());
     for (std::size_t v = 0; v < one.size(); ++v) {
       INFO("value " << v);
-      CHECK(relative(many[v], one[v]) <= 1e-6);
+      CHECK(norm_relative(many[v], one[v]) <= 1e-6);
     }
     CHECK(same_on_every_rank(many));
   }
@@ -260,7 +250,7 @@ TEST_CASE("sparse (embedding) rows gathered from 2 processes train as 1 process 
     REQUIRE(many.size() == one.size());
     for (std::size_t v = 0; v < one.size(); ++v) {
       INFO("value " << v);
-      CHECK(relative(many[v], one[v]) <= 1e-6);
+      CHECK(norm_relative(many[v], one[v]) <= 1e-6);
     }
     CHECK(same_on_every_rank(many));
   }

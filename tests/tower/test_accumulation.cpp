@@ -127,17 +127,7 @@ std::shared_ptr<vkt::TowerRun> build(vkt::Instance& instance, const Setup& setup
   return replicated(root, {}, {}, vkt::Mode::Train, {}).run;
 }
 
-/// max |a - b| over the elements, relative to b's largest magnitude... norm-wise:
-/// ||a - b|| / ||b||.
-double relative(const std::vector<float>& a, const std::vector<float>& b) {
-  REQUIRE(a.size() == b.size());
-  double diff = 0, norm = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
-    norm += static_cast<double>(b[i]) * b[i];
-  }
-  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
-}
+using vkt::test::norm_relative;
 
 /// Trains kSteps steps of one batch of 64 and kSteps x 4 micro-batches of 16
 /// on the same examples; every variable and slot ends within 1e-6 relative.
@@ -182,11 +172,11 @@ void check_equals_big_batch(const Setup& setup) {
     INFO(name);
     const std::vector<float> want = reference->variable(name);
     const std::vector<float> got = accumulated->variable(name);
-    CHECK(relative(got, want) < 1e-6);
+    CHECK(norm_relative(got, want) < 1e-6);
   }
   // It trained: the variables moved from their initial values.
   const auto fresh = build(instance, setup, kMicro, kK);
-  CHECK(relative(fresh->variable("out/kernel"), reference->variable("out/kernel")) > 1e-3);
+  CHECK(norm_relative(fresh->variable("out/kernel"), reference->variable("out/kernel")) > 1e-3);
 }
 
 void check_modes(int towers, bool adam) {
@@ -201,35 +191,6 @@ void check_modes(int towers, bool adam) {
     }
   }
 }
-
-/// A process group of `size` ranks that is never asked a collective (this
-/// process's gradients are not exchanged: what the loss scale alone does).
-class SilentGroup : public vkt::ProcessGroup {
- public:
-  explicit SilentGroup(int size) : size_(size) {}
-  int rank() const override { return 0; }
-  int size() const override { return size_; }
-  void allreduce_sum(std::span<float>, std::string_view what) override { fail(what); }
-  void allreduce_sum(std::span<double>, std::string_view what) override { fail(what); }
-  void allgather(std::span<const std::byte>, std::span<std::byte>, std::string_view what) override {
-    fail(what);
-  }
-  std::vector<std::string> allgather(const std::string&, std::string_view what) override {
-    fail(what);
-  }
-  void broadcast(std::span<std::byte>, int, std::string_view what) override { fail(what); }
-  std::string broadcast(const std::string&, int, std::string_view what) override { fail(what); }
-  std::vector<std::vector<std::byte>> gather(std::span<const std::byte>,
-                                             std::string_view what) override {
-    fail(what);
-  }
-
- private:
-  [[noreturn]] static void fail(std::string_view what) {
-    throw vkt::Error("SilentGroup: unexpected collective " + std::string(what));
-  }
-  int size_;
-};
 
 }  // namespace
 
@@ -291,38 +252,4 @@ TEST_CASE("accumulation on one tower needs a TowerOptimizer", "[accumulation]") 
   CHECK_THROWS_WITH(
       vkt::replicate_model_fn(plain, {.devices = {0}})(root, {}, {}, vkt::Mode::Train, {}),
       Contains("without TowerOptimizer"));
-}
-
-TEST_CASE("the loss scale counts every tower of every process: Mean halves on 2 processes, Sum not",
-          "[accumulation]") {
-  // Rank 0 of 2 alone (no exchange): with SGD its first step moves the
-  // variables by half of what one process's does under Mean, by as much under Sum.
-  vkt::Instance instance;
-  SilentGroup two(2);
-  for (const vkt::LossReduction reduction : {vkt::LossReduction::Mean, vkt::LossReduction::Sum}) {
-    for (const int towers : {1, 2}) {
-      INFO(towers << " tower(s), reduction " << static_cast<int>(reduction));
-      const Setup setup{.towers = towers, .reduction = reduction, .adam = false};
-      const Batch b = batches(setup, kMicro, 1).front();
-      const auto one = build(instance, setup, kMicro, 1);
-      const auto rank0 = build(instance, setup, kMicro, 1, &two);
-      CHECK(rank0->processes() == 2);
-      const std::vector<float> initial = one->variable("out/kernel");
-      REQUIRE(rank0->variable("out/kernel") == initial);
-      one->train_step(b.features, b.labels);
-      rank0->train_step(b.features, b.labels);
-      CHECK(rank0->global_step() == 1);
-      const std::vector<float> a = one->variable("out/kernel");
-      const std::vector<float> c = rank0->variable("out/kernel");
-      const double share = reduction == vkt::LossReduction::Mean ? 0.5 : 1.0;
-      std::vector<float> want(a.size()), got(a.size());
-      for (std::size_t i = 0; i < a.size(); ++i) {
-        want[i] = static_cast<float>(share * (static_cast<double>(a[i]) - initial[i]));
-        got[i] = c[i] - initial[i];
-      }
-      CHECK(relative(got, want) < 1e-4);  // differences of floats near 0.5: ~1e-6 each
-      // The reported loss is rank 0's share of the job's.
-      CHECK(std::abs(rank0->loss() - share * one->loss()) <= 1e-6 * std::abs(one->loss()));
-    }
-  }
 }
