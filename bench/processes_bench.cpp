@@ -40,8 +40,13 @@ vkt::ModelFn mlp(std::int64_t hidden) {
   };
 }
 
-/// Examples/s of `towers` towers per process on this rank's slice of the batch.
-double train(const Setup& s, int towers, vkt::ProcessGroup* processes) {
+struct Result {
+  double examples_per_s = 0;
+  double exchange_ms = 0, step_ms = 0;  // the last step's: across processes, and whole
+};
+
+/// `towers` towers per process on this rank's slice of the batch.
+Result train(const Setup& s, int towers, vkt::ProcessGroup* processes) {
   const int ranks = processes ? processes->size() : 1;
   const int rank = processes ? processes->rank() : 0;
   std::mt19937 rng(1);
@@ -67,7 +72,8 @@ double train(const Setup& s, int towers, vkt::ProcessGroup* processes) {
   for (int i = 0; i < s.steps; ++i) spec.run->train_step(features, labels);
   (void)spec.run->loss();  // the last step done (and, across processes, every rank's)
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return static_cast<double>(s.batch) * s.steps / seconds;
+  const vkt::TowerRun::StepTimes& times = spec.run->last_step_times();
+  return {static_cast<double>(s.batch) * s.steps / seconds, times.processes, times.step};
 }
 
 }  // namespace
@@ -97,14 +103,17 @@ int main(int argc, char** argv) {
           instance.device(0).name, threads ? threads : "unset", kIn, s.hidden, s.hidden, kClasses,
           s.batch, s.steps);
     }
-    const double processes = train(s, 1, &world);
-    double towers = 0;
+    const Result processes = train(s, 1, &world);
+    Result towers;
     if (chief) towers = train(s, 2, nullptr);
     world.broadcast(std::string("done"), 0, "the end of rank 0's solo run");
     if (chief) {
-      fmt::print("processes_2x1_examples_per_s={:.0f}\n", processes);
-      fmt::print("towers_1x2_examples_per_s={:.0f}\n", towers);
-      fmt::print("processes_vs_towers_ratio={:.2f}\n", processes / towers);
+      fmt::print("exchange between processes: {:.2f} ms of a {:.1f} ms step (the last)\n",
+                 processes.exchange_ms, processes.step_ms);
+      fmt::print("processes_2x1_examples_per_s={:.0f}\n", processes.examples_per_s);
+      fmt::print("towers_1x2_examples_per_s={:.0f}\n", towers.examples_per_s);
+      fmt::print("processes_vs_towers_ratio={:.2f}\n",
+                 processes.examples_per_s / towers.examples_per_s);
     }
     return 0;
   } catch (const vkt::Error& e) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -115,6 +116,7 @@ void TowerRun::join_processes(const ModelContext& root) {
 
 void TowerRun::gradients_complete(std::vector<Ticket>& summed) {
   if (!exchange_) return;  // one process: its sums are the step's
+  const auto start = std::chrono::steady_clock::now();
   std::vector<Ticket> ready = sparse_arrived_;
   for (const Ticket& t : summed) {
     if (t.device != nullptr) ready.push_back(t);
@@ -128,6 +130,8 @@ void TowerRun::gradients_complete(std::vector<Ticket>& summed) {
     if (!shares_.empty() && !shares_[j].reducer) continue;
     summed[j] = exchanged[k++];
   }
+  times_.processes =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
 void TowerRun::restore_from_rank0(const std::optional<std::string>& path) {

@@ -114,6 +114,9 @@ class TowerRun {
     double reduce = 0;     ///< gathering and summing the gradients
     double apply = 0;      ///< the optimizers on the consolidation device
     double copy_back = 0;  ///< the new weights back to every tower
+    /// Of `apply`: the sums (and sparse rows) exchanged with the other
+    /// processes, the host's wait for this process's sums included (0 alone).
+    double processes = 0;
     /// The slowest tower's forward and backward pass as its device timed it
     /// (0 where the device has no timestamp queries): step - this is the
     /// exchange time the overlap left exposed.
