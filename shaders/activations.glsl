@@ -22,6 +22,21 @@ float gelu_tanh(float v) {
   return 0.5 * v * (1.0 + stable_tanh(SQRT_2_OVER_PI * (v + GELU_C * v * v * v)));
 }
 
+// erf(v) by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7, under
+// float's own rounding near 1); GLSL has no erf.
+float erf_as(float v) {
+  float t = 1.0 / (1.0 + 0.3275911 * abs(v));
+  float poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 +
+               t * (-1.453152027 + t * 1.061405429))));
+  return sign(v) * (1.0 - poly * exp(-v * v));
+}
+
+const float INV_SQRT_2 = 0.7071067811865476;
+const float INV_SQRT_2PI = 0.3989422804014327;
+
+// x Phi(x), the exact GELU.
+float gelu_erf(float v) { return 0.5 * v * (1.0 + erf_as(v * INV_SQRT_2)); }
+
 // x^c with GLSL's pow undefined for x < 0: integer exponents keep the sign rule.
 float power(float v, float c) {
   if (c == 0.0) return 1.0;

@@ -37,6 +37,7 @@ void main() {
     case 12: r = stable_tanh(v); break;
     case 13: r = softplus(v); break;
     case 14: r = sign(v); break;
+    case 16: r = gelu_erf(v); break;
     default: r = v; break;  // 15: identity
   }
   y[i] = r;

@@ -44,7 +44,9 @@ void main() {
     case 12: d = 1.0 - out_v * out_v; break;
     case 13: d = sigmoid(v); break;
     case 14: d = 0.0; break;
-    default: d = 1.0; break;
+    // Phi(x) + x phi(x).
+    case 16: d = 0.5 * (1.0 + erf_as(v * INV_SQRT_2)) + v * INV_SQRT_2PI * exp(-0.5 * v * v); break;
+    default: d = 1.0; break;  // 15: identity
   }
   dx[i] = dy[i] * d;
 }

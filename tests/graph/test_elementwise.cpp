@@ -54,6 +54,10 @@ const std::vector<UnaryCase>& unary_cases() {
        [](double x) {
          return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
        }},
+      {"gelu erf",
+       [](const Tensor& x) { return vkt::gelu(x, vkt::GeluForm::Erf); },
+       [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); },
+       {-5, 5}},
       {"sigmoid", [](const Tensor& x) { return vkt::sigmoid(x); }, sigmoid_ref, {-8, 8}},
       {"tanh",
        [](const Tensor& x) { return vkt::tanh(x); },

@@ -49,8 +49,14 @@ Tensor pow(const Tensor& x, float c);
 Tensor relu(const Tensor& x);
 Tensor leaky_relu(const Tensor& x, float alpha = 0.2f);
 Tensor elu(const Tensor& x, float alpha = 1.0f);
-/// GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-Tensor gelu(const Tensor& x);
+/// GELU's two forms: Erf, the exact x Phi(x) = 0.5 x (1 + erf(x / sqrt 2))
+/// (PyTorch's default), and Tanh, the approximation 0.5 x (1 + tanh(sqrt(2/pi)
+/// (x + 0.044715 x^3))) (TensorFlow's approximate=True, GPT-2's).
+enum class GeluForm { Tanh, Erf };
+/// GELU; the tanh form unless told otherwise.
+///
+///   vkt::Tensor h = vkt::gelu(x, vkt::GeluForm::Erf);
+Tensor gelu(const Tensor& x, GeluForm form = GeluForm::Tanh);
 Tensor sigmoid(const Tensor& x);
 Tensor tanh(const Tensor& x);
 /// log(1 + exp(x)), computed without overflow.

@@ -27,13 +27,14 @@ enum class UnaryKind : std::uint32_t {
   Tanh,
   Softplus,
   Sign,
-  Identity
+  Identity,
+  GeluErf
 };
 
 const char* name_of(UnaryKind k) {
-  static const char* names[] = {"neg",  "abs",      "exp",        "log",     "sqrt", "square",
-                                "pow",  "relu",     "leaky_relu", "elu",     "gelu", "sigmoid",
-                                "tanh", "softplus", "sign",       "identity"};
+  static const char* names[] = {"neg",  "abs",      "exp",        "log",      "sqrt",    "square",
+                                "pow",  "relu",     "leaky_relu", "elu",      "gelu",    "sigmoid",
+                                "tanh", "softplus", "sign",       "identity", "gelu_erf"};
   return names[static_cast<int>(k)];
 }
 
@@ -136,8 +137,8 @@ Tensor leaky_relu(const Tensor& x, float alpha) {
 Tensor elu(const Tensor& x, float alpha) {
   return unary(UnaryKind::Elu, x, alpha);
 }
-Tensor gelu(const Tensor& x) {
-  return unary(UnaryKind::Gelu, x);
+Tensor gelu(const Tensor& x, GeluForm form) {
+  return unary(form == GeluForm::Erf ? UnaryKind::GeluErf : UnaryKind::Gelu, x);
 }
 Tensor sigmoid(const Tensor& x) {
   return unary(UnaryKind::Sigmoid, x);
