@@ -174,17 +174,13 @@ Estimator::Estimator(ModelFn model_fn, RunConfig config, Params params)
   }
 }
 
-int Estimator::rank() const {
-  return processes_ ? processes_->rank() : 0;
-}
-
-std::optional<std::string> Estimator::chief_latest() const {
-  std::optional<std::string> latest = chief() ? latest_checkpoint() : std::nullopt;
-  if (!processes_) return latest;
-  // "" for none: a checkpoint's path is never empty.
-  const std::string path =
-      processes_->broadcast(latest.value_or(""), 0, "the newest checkpoint of rank 0's model_dir");
-  return path.empty() ? std::nullopt : std::optional<std::string>(path);
+Estimator::~Estimator() {
+  built_.clear();
+  log_.reset();
+  if (own_model_dir_) {
+    std::error_code ec;
+    fs::remove_all(config_.model_dir, ec);
+  }
 }
 
 std::uint64_t Estimator::chief_global_step(const std::optional<std::string>& latest) const {
@@ -196,25 +192,6 @@ std::uint64_t Estimator::chief_global_step(const std::optional<std::string>& lat
                           "rank 0's global step");
   }
   return step;
-}
-
-HostBatch Estimator::my_rows(const HostBatch& batch) const {
-  return processes_ ? rank_rows(batch, rank(), processes_->size()) : batch;
-}
-
-std::int64_t Estimator::my_real_rows(std::int64_t real, std::int64_t batch_size) const {
-  if (!processes_) return real;
-  const std::int64_t mine = batch_size / processes_->size();
-  return std::clamp<std::int64_t>(real - rank() * mine, 0, mine);
-}
-
-Estimator::~Estimator() {
-  built_.clear();
-  log_.reset();
-  if (own_model_dir_) {
-    std::error_code ec;
-    fs::remove_all(config_.model_dir, ec);
-  }
 }
 
 HostTensor Estimator::variable_value(const std::string& name) const {

@@ -104,10 +104,11 @@ void ProcessExchange::gather(const Part& part, const std::string& what) {
     return;
   }
   // Sparse rows are small beside the dense sums: the whole part on the host.
-  std::vector<std::byte> all(part.bytes);
-  part.buffer->download(std::span(all).subspan(mine, block), part.offset + mine);
-  processes_.allgather(std::span(all).subspan(mine, block), all, label);
-  part.buffer->upload(all, part.offset);
+  gathered_.resize(part.bytes);
+  const std::span<std::byte> all(gathered_);
+  part.buffer->download(all.subspan(mine, block), part.offset + mine);
+  processes_.allgather(all.subspan(mine, block), all, label);
+  part.buffer->upload(std::span<const std::byte>(all), part.offset);
 }
 
 }  // namespace vkt

@@ -65,7 +65,8 @@ class ProcessExchange {
   std::vector<Part> sums_;
   std::vector<Part> blocks_;
   std::size_t chunk_bytes_;
-  std::vector<Staged> staged_;  // per summed part (empty streams where mapped)
+  std::vector<Staged> staged_;       // per summed part (empty streams where mapped)
+  std::vector<std::byte> gathered_;  // unmapped gathered parts pass through it, reused
 };
 
 }  // namespace vkt

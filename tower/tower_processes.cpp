@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "../runtime/io/atomic_file.h"
 #include "../runtime/io/checkpoint.h"
 #include "../runtime/mpi/process_group.h"
 #include "../runtime/vulkan/error.h"
@@ -47,12 +48,6 @@ std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(fmt::format("checkpoint '{}' cannot be opened", path));
   return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) throw Error(fmt::format("cannot write the temporary checkpoint '{}'", path));
 }
 
 // What rank 0 sends in place of a checkpoint it could not read, so every rank
@@ -153,7 +148,7 @@ void TowerRun::restore_from_rank0(const std::optional<std::string>& path) {
       bytes, 0, path ? "restoring rank 0's checkpoint" : "start-up: rank 0's initial variables");
   if (bytes.starts_with(kUnreadable)) throw Error(bytes.substr(kUnreadable.size()));
   if (rank() == 0 && path) return restore_local(*path);
-  write_bytes(file.path, bytes);
+  write_file_atomically(file.path, bytes);
   restore_local(file.path);
 }
 
