@@ -19,6 +19,7 @@
 #include "runtime/graph/autodiff.h"
 #include "runtime/graph/executor.h"
 #include "runtime/graph/graph.h"
+#include "runtime/graph/ops/conv.h"
 #include "runtime/graph/ops/dropout.h"
 #include "runtime/graph/ops/elementwise.h"
 #include "runtime/graph/ops/embedding.h"

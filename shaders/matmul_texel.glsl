@@ -16,6 +16,18 @@
 // never stored, except along k, where the last partial step of 4 masks them
 // with a select (padding may hold NaN, so multiplying by 0 would not do).
 //
+// An includer may supply the operands and the output itself (the implicit
+// GEMMs of conv_texel.glsl) by defining, before including this file:
+//   MATMUL_EXTRA_PARAMS   more push-constant members, after b_last
+//   A_ROW(i, m, k0)       op(A)[m, k0 .. k0 + 3], 0 past K (i: the block row)
+//   A_COL4(m, k)          op(A)[m .. m + 3, k], 0 past K (TRANS_A)
+//   B_ROW(k, n)           op(B)[k, n .. n + 3] (rows past K are masked here)
+//   B_COL(n, k0)          op(B)[k0 .. k0 + 3, n], 0 past K (TRANS_B)
+//   C_INDEX(m, n)         where C[m, n] goes; C[m, n + 1] follows it
+//   ROW_SETUP(x, r)       per block row, once before the k loop
+//   K_SETUP(k0)           at the start of every k step
+// The functions they call may be declared before and defined after the include.
+//
 // Every array index is a constant: lavapipe keeps constant-indexed arrays in
 // registers but spills dynamically indexed ones to memory, accessed lane by
 // lane, and it does not unroll loops bounded by specialization constants.
@@ -37,6 +49,9 @@ layout(std430, binding = 2) writeonly buffer C { float c[]; };
 layout(push_constant) uniform Params {
   uint M, N, K;
   uint a_last, b_last;  // last valid texel index of each view
+#ifdef MATMUL_EXTRA_PARAMS
+  MATMUL_EXTRA_PARAMS
+#endif
 };
 
 vec4 shift4(vec4 x, vec4 y, uint s) {
@@ -62,6 +77,22 @@ vec4 mask_k(vec4 v, uint k0) {
   return mix(vec4(0.0), v, lessThan(uvec4(k0) + uvec4(0, 1, 2, 3), uvec4(K)));
 }
 vec4 mask_if(vec4 v, bool keep) { return keep ? v : vec4(0.0); }
+
+#ifndef A_ROW
+#define A_ROW(i, m, k0) mask_k(load_a((m) * K + (k0)), k0)
+#endif
+#ifndef A_COL4
+#define A_COL4(m, k) mask_if(load_a((k) * M + (m)), (k) < K)
+#endif
+#ifndef B_ROW
+#define B_ROW(k, n) load_b((k) * N + (n))
+#endif
+#ifndef B_COL
+#define B_COL(n, k0) mask_k(load_b((n) * K + (k0)), k0)
+#endif
+#ifndef C_INDEX
+#define C_INDEX(m, n) ((m) * N + (n))
+#endif
 
 vec4 acc[RM * RN4];  // acc[r * RN4 + q]: row m0 + r, columns of chunk q
 vec4 v[RM];          // the A block's texels
@@ -90,10 +121,10 @@ vec4 ar[RM];         // ar[r] = op(A)[m0 + r, k0 .. k0 + 3]
 //   A [K, M]: k0 + i / (RM / 4), rows m0 + 4 (i % (RM / 4)) .. + 3.
 #define FETCH_A(x, i)                                                               \
   if (!TRANS_A) {                                                                   \
-    v[i] = mask_k(load_a((m0 + (i)) * K + k0), k0);                                 \
+    v[i] = A_ROW(i, m0 + (i), k0);                                                  \
   } else {                                                                          \
     uint k = k0 + (i) / (RM / 4);                                                   \
-    v[i] = mask_if(load_a(k * M + m0 + 4u * ((i) % (RM / 4))), k < K);              \
+    v[i] = A_COL4(m0 + 4u * ((i) % (RM / 4)), k);                                   \
   }
 #define ROW_OF_V(x, r) ar[r] = v[r];
 #define ROW_OF_VT(x, r)                                                                   \
@@ -114,16 +145,16 @@ vec4 ar[RM];         // ar[r] = op(A)[m0 + r, k0 .. k0 + 3]
     uint n = n_lane + (q) * n_stride;                           \
     vec4 b0, b1, b2, b3;                                        \
     if (!TRANS_B) {                                             \
-      b0 = load_b(k0 * N + n);                                  \
-      b1 = mask_if(load_b((k0 + 1u) * N + n), k0 + 1u < K);     \
-      b2 = mask_if(load_b((k0 + 2u) * N + n), k0 + 2u < K);     \
-      b3 = mask_if(load_b((k0 + 3u) * N + n), k0 + 3u < K);     \
+      b0 = B_ROW(k0, n);                                        \
+      b1 = mask_if(B_ROW(k0 + 1u, n), k0 + 1u < K);             \
+      b2 = mask_if(B_ROW(k0 + 2u, n), k0 + 2u < K);             \
+      b3 = mask_if(B_ROW(k0 + 3u, n), k0 + 3u < K);             \
       FOR_ROWS(OUTER, q)                                        \
     } else {                                                    \
-      b0 = mask_k(load_b(n * K + k0), k0);                      \
-      b1 = mask_k(load_b((n + 1u) * K + k0), k0);               \
-      b2 = mask_k(load_b((n + 2u) * K + k0), k0);               \
-      b3 = mask_k(load_b((n + 3u) * K + k0), k0);               \
+      b0 = B_COL(n, k0);                                        \
+      b1 = B_COL(n + 1u, k0);                                   \
+      b2 = B_COL(n + 2u, k0);                                   \
+      b3 = B_COL(n + 3u, k0);                                   \
       FOR_ROWS(DOTS, q)                                         \
     }                                                           \
   }
@@ -133,7 +164,7 @@ vec4 ar[RM];         // ar[r] = op(A)[m0 + r, k0 .. k0 + 3]
 #define STORE(q, r)                                     \
   if (m0 + (r) < M) {                                   \
     uint n = n_lane + (q) * n_stride;                   \
-    uint o = (m0 + (r)) * N + n;                        \
+    uint o = C_INDEX(m0 + (r), n);                      \
     if (n < N) c[o] = acc[(r) * RN4 + (q)].x;           \
     if (n + 1u < N) c[o + 1u] = acc[(r) * RN4 + (q)].y; \
     if (n + 2u < N) c[o + 2u] = acc[(r) * RN4 + (q)].z; \
@@ -148,9 +179,15 @@ void main() {
   uint n_stride = 4u * gl_WorkGroupSize.x;
   uint n_lane = gl_WorkGroupID.x * RN4 * n_stride + 4u * gl_LocalInvocationID.x;
   FOR_CHUNKS(ZERO_CHUNK)
+#ifdef ROW_SETUP
+  FOR_ROWS(ROW_SETUP, 0)
+#endif
   // The masks cost a few selects per step; keeping the last partial step in
   // the loop (instead of a copy after it) halves the code to compile.
   for (uint k0 = 0u; k0 < K; k0 += 4u) {
+#ifdef K_SETUP
+    K_SETUP(k0);
+#endif
     FOR_ROWS(FETCH_A, 0)
     if (!TRANS_A) {
       FOR_ROWS(ROW_OF_V, 0)

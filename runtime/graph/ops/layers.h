@@ -5,6 +5,7 @@
 #include <string>
 
 #include "../tensor.h"
+#include "conv.h"
 
 namespace vkt::layers {
 
@@ -25,5 +26,16 @@ Tensor activate(const Tensor& x, Activation activation);
 ///   vkt::Tensor logits = vkt::layers::dense(h, 10, vkt::layers::Activation::None, "logits");
 Tensor dense(const Tensor& x, std::int64_t units, Activation activation = Activation::None,
              const std::string& name = "dense");
+
+/// A convolution layer: act(bias_add(conv2d(x, kernel, options), bias)) with the
+/// variables "<name>/kernel" [KH, KW, C / groups, filters] (glorot_uniform) and
+/// "<name>/bias" [filters] (zeros), for x [N, H, W, C]. Reuses its variables by
+/// name as dense does (conv_layer.cpp).
+///
+///   vkt::Tensor h = vkt::layers::conv2d(images, 32, {5, 5}, {.padding = vkt::Padding::Same},
+///                                       vkt::layers::Activation::Relu, "conv1");
+Tensor conv2d(const Tensor& x, std::int64_t filters, std::array<std::int64_t, 2> kernel_size,
+              const Conv2dOptions& options = {}, Activation activation = Activation::None,
+              const std::string& name = "conv2d");
 
 }  // namespace vkt::layers

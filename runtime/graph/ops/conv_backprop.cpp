@@ -1,0 +1,66 @@
+// The gradients of conv2d, each an op of its own whose kernel is an implicit
+// GEMM (conv_gemm.cpp): conv2d_backprop_input and conv2d_backprop_filter.
+#include <fmt/format.h>
+
+#include "../../vulkan/error.h"
+#include "../graph.h"
+#include "conv_gemm.h"
+
+namespace vkt::conv_detail {
+namespace {
+
+[[noreturn]] void no_second_derivative(const char* op) {
+  throw Error(fmt::format(
+      "{}: second derivatives of conv2d are not implemented; take gradients of a loss whose "
+      "path to the variables does not pass through a conv2d gradient",
+      op));
+}
+
+class Conv2dBackpropInputOp final : public Op {
+ public:
+  explicit Conv2dBackpropInputOp(const ConvGeometry& g) : g_(g) {}
+  std::string type() const override { return "conv2d_backprop_input"; }
+  void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
+    record_conv_gemm(ctx, ConvGemm::BackpropInput, g_, ctx.buffer(in[0]), ctx.buffer(in[1]),
+                     ctx.buffer(out));
+  }
+  std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor&,
+                                 const Tensor&) const override {
+    no_second_derivative("conv2d_backprop_input");
+  }
+
+ private:
+  ConvGeometry g_;
+};
+
+class Conv2dBackpropFilterOp final : public Op {
+ public:
+  explicit Conv2dBackpropFilterOp(const ConvGeometry& g) : g_(g) {}
+  std::string type() const override { return "conv2d_backprop_filter"; }
+  void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
+    record_conv_gemm(ctx, ConvGemm::BackpropFilter, g_, ctx.buffer(in[0]), ctx.buffer(in[1]),
+                     ctx.buffer(out));
+  }
+  std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor&,
+                                 const Tensor&) const override {
+    no_second_derivative("conv2d_backprop_filter");
+  }
+
+ private:
+  ConvGeometry g_;
+};
+
+}  // namespace
+
+// conv2d has checked the geometry; these only build the nodes.
+Tensor conv2d_backprop_input(const Tensor& dy, const Tensor& filter, const ConvGeometry& g) {
+  return dy.graph().add_node(std::make_unique<Conv2dBackpropInputOp>(g), {dy, filter},
+                             Shape{g.batch, g.in_h, g.in_w, g.in_c});
+}
+
+Tensor conv2d_backprop_filter(const Tensor& x, const Tensor& dy, const ConvGeometry& g) {
+  return x.graph().add_node(std::make_unique<Conv2dBackpropFilterOp>(g), {x, dy},
+                            Shape{g.k_h, g.k_w, g.group_c(), g.out_c});
+}
+
+}  // namespace vkt::conv_detail

@@ -1,0 +1,45 @@
+#pragma once
+// Internal to the conv2d ops: a convolution's geometry and the implicit-GEMM
+// kernels that compute it and its two gradients (conv_gemm.cpp).
+
+#include <cstdint>
+#include <string>
+
+#include "../op.h"
+#include "../tensor.h"
+
+namespace vkt::conv_detail {
+
+/// A convolution in forward terms: x [batch, in_h, in_w, in_c], filter [k_h,
+/// k_w, in_c / groups, out_c], y [batch, out_h, out_w, out_c]. Made by conv2d
+/// after every check, so every element index of the three fits an int32.
+struct ConvGeometry {
+  std::int64_t batch = 1, in_h = 1, in_w = 1, in_c = 1;
+  std::int64_t out_h = 1, out_w = 1, out_c = 1;
+  std::int64_t k_h = 1, k_w = 1, groups = 1;
+  std::int64_t stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
+  std::int64_t pad_top = 0, pad_left = 0;
+
+  std::int64_t group_c() const { return in_c / groups; }
+  std::int64_t group_o() const { return out_c / groups; }
+  /// "5x5 stride 2x2 dilation 1x1 groups 1", for names in messages.
+  std::string str() const;
+};
+
+/// The three GEMMs (numbers as the shaders' CONV_GEMM / CONV_MODE):
+///   Forward:        y  = im2col(x) x filter
+///   BackpropInput:  dx = dy's transposed-convolution view x filter (read as [taps * Og, Cg])
+///   BackpropFilter: dfilter = im2col(x)^T x dy
+enum class ConvGemm : std::uint32_t { Forward = 0, BackpropInput = 1, BackpropFilter = 2 };
+
+/// Records `gemm` with `a` and `b` its operands (x and filter, dy and filter, x
+/// and dy) into `c`, with the texel or the tiled kernel as matmul_variant() says.
+void record_conv_gemm(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g,
+                      const BufferRange& a, const BufferRange& b, const BufferRange& c);
+
+/// The gradients of conv2d as ops of their own (conv_backprop.cpp): dx from dy
+/// [batch, out_h, out_w, out_c] and the filter; dfilter from x and dy.
+Tensor conv2d_backprop_input(const Tensor& dy, const Tensor& filter, const ConvGeometry& g);
+Tensor conv2d_backprop_filter(const Tensor& x, const Tensor& dy, const ConvGeometry& g);
+
+}  // namespace vkt::conv_detail

@@ -1,0 +1,108 @@
+// conv2d and its gradients as implicit GEMMs on the texel matmul (the lavapipe
+// variant, matmul_texel.glsl), included by conv_texel_<gemm>_c<RN4>.comp after
+// they define CONV_GEMM (0 forward, 1 input gradient, 2 filter gradient; see
+// conv_geometry.glsl) and RN4.
+//
+// The matmul kernel asks for 4 consecutive k of an A row at a time. Where a
+// group's channels come in fours (A_VEC), those 4 k are 4 channels of one pixel
+// of x (or dy): one texel fetch, as in the plain matmul. Otherwise each of the
+// 4 is its own fetch. Each block row's window is worked out once before the k
+// loop (ROW_SETUP) and each k step's taps once per step (K_SETUP), so the loop
+// itself adds only adds, compares and a select to the matmul's work.
+#define RM 16
+#include "conv_params.glsl"
+#define MATMUL_EXTRA_PARAMS CONV_PARAMS
+
+const uint CONV_MODE = uint(CONV_GEMM);
+// 4 consecutive k of A (4 consecutive rows m in the filter gradient), and of B
+// in the input gradient, are one aligned texel.
+layout(constant_id = 6) const bool A_VEC = false;
+layout(constant_id = 7) const bool B_VEC = false;
+
+ivec3 row_window[RM];  // per block row: its window (conv_geometry.glsl)
+ivec3 k_tap[4];        // (kh, kw, channel) of k0 .. k0 + 3; kh = -1 past K
+
+ivec3 conv_row(uint m);
+void conv_k_setup(uint k0);
+vec4 conv_a_row(ivec3 window);
+vec4 conv_a_col4(uint m, uint k);
+vec4 conv_b_col(uint n);
+uint c_at(uint m, uint n);
+
+#if CONV_GEMM == 2
+#define A_COL4(m, k) conv_a_col4(m, k)
+#else
+#define ROW_SETUP(x, r) row_window[r] = conv_row(m0 + (r));
+#define K_SETUP(k0) conv_k_setup(k0)
+#define A_ROW(i, m, k0) conv_a_row(row_window[i])
+#endif
+#if CONV_GEMM == 1
+#define B_COL(n, k0) conv_b_col(n)
+#else
+#define B_ROW(k, n) load_b((k) * out_c + gl_WorkGroupID.z * group_o + (n))
+#endif
+#define C_INDEX(m, n) c_at(m, n)
+
+#include "matmul_texel.glsl"
+#include "conv_geometry.glsl"
+
+vec4 a_texel(int e) { return texelFetch(A, int(min(uint(e) >> 2, a_last))); }
+float a_scalar(int e) { return e < 0 ? 0.0 : a_texel(e)[e & 3]; }
+float b_scalar(uint e) { return texelFetch(B, int(min(e >> 2, b_last)))[e & 3u]; }
+
+ivec3 conv_row(uint m) { return CONV_MODE == 0u ? out_pixel_window(m) : in_pixel_window(m); }
+
+void conv_k_setup(uint k0) {
+  uint inner = CONV_MODE == 0u ? group_c : group_o;
+  k_tap[0] = split_tap(k0, inner);  // k0 < K inside the loop
+  if (A_VEC && (CONV_MODE != 1u || B_VEC)) return;  // only whole texels are read
+  k_tap[1] = k0 + 1u < K ? split_tap(k0 + 1u, inner) : ivec3(-1);
+  k_tap[2] = k0 + 2u < K ? split_tap(k0 + 2u, inner) : ivec3(-1);
+  k_tap[3] = k0 + 3u < K ? split_tap(k0 + 3u, inner) : ivec3(-1);
+}
+
+// op(A)[m, k0 .. k0 + 3] for the block row whose window is `window`.
+int a_row_element(ivec3 window, ivec3 t) {
+  return CONV_MODE == 0u ? x_element(x_tap(window, t), t) : dy_element(dy_tap(window, t), t);
+}
+vec4 conv_a_row(ivec3 window) {
+  if (A_VEC) {
+    int e = a_row_element(window, k_tap[0]);
+    return e < 0 ? vec4(0.0) : a_texel(e);
+  }
+  return vec4(a_scalar(a_row_element(window, k_tap[0])), a_scalar(a_row_element(window, k_tap[1])),
+              a_scalar(a_row_element(window, k_tap[2])), a_scalar(a_row_element(window, k_tap[3])));
+}
+
+// Filter gradient: op(A)[m .. m + 3, k] = the filter rows m .. m + 3 (taps and
+// channels) of output pixel k's window.
+ivec3 filter_row(uint m) { return m < M ? split_tap(m, group_c) : ivec3(-1); }
+vec4 conv_a_col4(uint m, uint k) {
+  if (k >= K) return vec4(0.0);
+  ivec3 window = out_pixel_window(k);
+  if (A_VEC) {
+    ivec3 t = filter_row(m);
+    int e = x_element(x_tap(window, t), t);
+    return e < 0 ? vec4(0.0) : a_texel(e);
+  }
+  ivec3 t0 = filter_row(m), t1 = filter_row(m + 1u), t2 = filter_row(m + 2u), t3 = filter_row(m + 3u);
+  return vec4(a_scalar(x_element(x_tap(window, t0), t0)), a_scalar(x_element(x_tap(window, t1), t1)),
+              a_scalar(x_element(x_tap(window, t2), t2)), a_scalar(x_element(x_tap(window, t3), t3)));
+}
+
+// Input gradient: op(B)[k0 .. k0 + 3, n] = filter[kh, kw, n, group's o .. o + 3].
+float b_col_scalar(uint n, ivec3 t) {
+  if (t.x < 0) return 0.0;
+  return b_scalar(((uint(t.x) * k_w + uint(t.y)) * group_c + n) * out_c +
+                  gl_WorkGroupID.z * group_o + uint(t.z));
+}
+vec4 conv_b_col(uint n) {
+  if (B_VEC) {
+    ivec3 t = k_tap[0];
+    uint e = ((uint(t.x) * k_w + uint(t.y)) * group_c + n) * out_c + gl_WorkGroupID.z * group_o +
+             uint(t.z);
+    return texelFetch(B, int(min(e >> 2, b_last)));
+  }
+  return vec4(b_col_scalar(n, k_tap[0]), b_col_scalar(n, k_tap[1]), b_col_scalar(n, k_tap[2]),
+              b_col_scalar(n, k_tap[3]));
+}

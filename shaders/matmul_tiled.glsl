@@ -1,0 +1,92 @@
+// C[M,N] = op(A)[M,K] * op(B)[K,N], the variant for GPUs: a workgroup computes
+// a BM x BN tile of C, stepping through k in BK-wide slabs of A and B that its
+// threads stage in shared memory; each thread keeps a TM x TN register block.
+// The thread's rows and columns are strided by the workgroup's width and
+// height, so neighbouring threads read neighbouring shared-memory words (no
+// bank conflicts) and write neighbouring words of C (coalesced). Out-of-range
+// elements are staged as 0, so any sizes work.
+//
+// Included by matmul_tiled.comp, and by conv_tiled.comp, which supplies the
+// operands and the output itself (an implicit GEMM): it defines
+// MATMUL_CUSTOM_OPERANDS and MATMUL_EXTRA_PARAMS (more push-constant members
+// after K) and defines a_at, b_at and c_index after including this file.
+layout(local_size_x_id = 0, local_size_y_id = 1) in;  // (BN / TN, BM / TM)
+layout(constant_id = 2) const uint BM = 64;
+layout(constant_id = 3) const uint BN = 64;
+layout(constant_id = 4) const uint BK = 16;
+layout(constant_id = 5) const uint TM = 4;
+layout(constant_id = 6) const uint TN = 4;
+layout(constant_id = 7) const bool TRANS_A = false;
+layout(constant_id = 8) const bool TRANS_B = false;
+
+layout(std430, binding = 0) readonly buffer A { float a[]; };
+layout(std430, binding = 1) readonly buffer B { float b[]; };
+layout(std430, binding = 2) writeonly buffer C { float c[]; };
+layout(push_constant) uniform Params {
+  uint M, N, K;
+#ifdef MATMUL_EXTRA_PARAMS
+  MATMUL_EXTRA_PARAMS
+#endif
+};
+
+shared float As[BK * BM];  // As[k * BM + m]
+shared float Bs[BK * BN];  // Bs[k * BN + n]
+
+// op(A)[m, k], op(B)[k, n] (0 outside the matrices) and where C[m, n] goes.
+float a_at(uint m, uint k);
+float b_at(uint k, uint n);
+uint c_index(uint m, uint n);
+
+#ifndef MATMUL_CUSTOM_OPERANDS
+float a_at(uint m, uint k) {
+  if (m >= M || k >= K) return 0.0;
+  return TRANS_A ? a[k * M + m] : a[m * K + k];
+}
+float b_at(uint k, uint n) {
+  if (k >= K || n >= N) return 0.0;
+  return TRANS_B ? b[n * K + k] : b[k * N + n];
+}
+uint c_index(uint m, uint n) { return m * N + n; }
+#endif
+
+void main() {
+  const uint LX = gl_WorkGroupSize.x, LY = gl_WorkGroupSize.y, THREADS = LX * LY;
+  uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
+  uint tid = ty * LX + tx;
+  uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
+
+  float acc[TM * TN];
+  for (uint i = 0u; i < TM * TN; ++i) acc[i] = 0.0;
+  float ra[TM], rb[TN];
+
+  for (uint k0 = 0u; k0 < K; k0 += BK) {
+    // Consecutive threads take consecutive addresses of the stored matrix.
+    for (uint i = tid; i < BK * BM; i += THREADS) {
+      uint kk = TRANS_A ? i / BM : i % BK;
+      uint mm = TRANS_A ? i % BM : i / BK;
+      As[kk * BM + mm] = a_at(m0 + mm, k0 + kk);
+    }
+    for (uint i = tid; i < BK * BN; i += THREADS) {
+      uint kk = TRANS_B ? i % BK : i / BN;
+      uint nn = TRANS_B ? i / BK : i % BN;
+      Bs[kk * BN + nn] = b_at(k0 + kk, n0 + nn);
+    }
+    barrier();
+    for (uint kk = 0u; kk < BK; ++kk) {
+      for (uint i = 0u; i < TM; ++i) ra[i] = As[kk * BM + ty + i * LY];
+      for (uint j = 0u; j < TN; ++j) rb[j] = Bs[kk * BN + tx + j * LX];
+      for (uint i = 0u; i < TM; ++i)
+        for (uint j = 0u; j < TN; ++j) acc[i * TN + j] += ra[i] * rb[j];
+    }
+    barrier();
+  }
+
+  for (uint i = 0u; i < TM; ++i) {
+    uint m = m0 + ty + i * LY;
+    if (m >= M) break;
+    for (uint j = 0u; j < TN; ++j) {
+      uint n = n0 + tx + j * LX;
+      if (n < N) c[c_index(m, n)] = acc[i * TN + j];
+    }
+  }
+}
