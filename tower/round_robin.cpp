@@ -82,7 +82,8 @@ void TowerRun::build_round_robin(const Instance& root, const std::vector<std::ui
     // Each new value is read once and sent to every tower.
     for (const Variable& v : first.graph->variables()) {
       const std::optional<Tensor> master = share.graph->find_variable(v.tensor.name());
-      if (!master) continue;
+      // A state variable stays each tower's own (state_variables.cpp).
+      if (!master || is_state_variable(v.tensor.name())) continue;
       std::vector<BufferRange> replicas;
       for (Tower& t : towers_) {
         replicas.push_back(t.graph->variable_range(*t.graph->find_variable(v.tensor.name())));
@@ -112,6 +113,10 @@ void TowerRun::step_round_robin(bool last_micro_batch) {
     applied[j] = share.executor->run(summed[j].device ? std::span<const Ticket>(&summed[j], 1)
                                                       : std::span<const Ticket>());
   }
+  // Tower 0's moving averages into their owners' masters, for checkpoints.
+  copy_state(sparse_arrived_);
+  for (const Ticket& t : sparse_arrived_) t.wait();
+  sparse_arrived_.clear();
   std::uint64_t step = 0;
   for (std::size_t j = 0; j < shares_.size(); ++j) {
     Share& share = shares_[j];

@@ -291,14 +291,28 @@ void TowerRun::build_training(const Instance& root, const std::vector<std::uint3
     }
   }
   plan_buckets();
-  for (Tower& t : towers_) {
+  replica_sum_ = std::make_unique<ReplicaSum>(n);
+  for (int i = 0; i < n; ++i) {
+    Tower& t = towers_[static_cast<std::size_t>(i)];
     std::vector<Tensor> fetches{t.scaled_loss};
     fetches.insert(fetches.end(), t.gradients.begin(), t.gradients.end());
-    t.executor = std::make_unique<Executor>(*t.graph, fetches,
-                                            ExecutorOptions{.training = true,
-                                                            .ready_groups = ready_groups(t),
-                                                            .timestamps = true,
-                                                            .double_buffered_feeds = true});
+    t.executor = std::make_unique<Executor>(
+        *t.graph, fetches,
+        ExecutorOptions{
+            .training = true,
+            .ready_groups = ready_groups(t),
+            .timestamps = true,
+            .double_buffered_feeds = true,
+            .replica_sum = [sums = replica_sum_.get(), i](std::size_t, std::span<const float> local,
+                                                          std::span<float> sum) {
+              sums->exchange(i, local, sum);
+            }});
+    if (t.executor->replica_sums() > 0 && processes() > 1) {
+      throw Error(
+          "the model sums across towers inside the step (synchronized batch norm), which "
+          "runs within one process only; use BatchNorm{.sync = false} across processes, or "
+          "one process with several towers");
+    }
   }
   if (mirrored) {
     build_mirrored(root, devices, updates);
@@ -307,7 +321,9 @@ void TowerRun::build_training(const Instance& root, const std::vector<std::uint3
   } else {
     build_master(root, devices);
   }
-  sparse_arrived_.reserve(static_cast<std::size_t>(n) * towers_.front().sparse_in.size() + 1);
+  build_state_copies();
+  sparse_arrived_.reserve(static_cast<std::size_t>(n) * towers_.front().sparse_in.size() + 1 +
+                          state_in_.size());
 }
 
 std::unique_ptr<Instance> TowerRun::own_instance(const Instance& root, std::uint32_t index) {

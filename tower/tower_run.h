@@ -14,6 +14,7 @@
 #include "../runtime/vulkan/cross_device_copy.h"
 #include "../runtime/vulkan/device.h"
 #include "gradient_reducer.h"
+#include "replica_sum.h"
 #include "replicate.h"
 #include "tower_threads.h"
 
@@ -305,6 +306,17 @@ class TowerRun {
     std::vector<std::unique_ptr<CrossDeviceCopy>> weights_back;  // per variable, to every tower
   };
   std::vector<Share> shares_;
+  // The towers' meeting point at each cross_replica_sum (several towers).
+  std::unique_ptr<ReplicaSum> replica_sum_;
+  // Tower 0's state variables (moving averages) into their masters, each step.
+  std::vector<std::unique_ptr<CrossDeviceCopy>> state_in_;
+  /// The copies of state_in_, made once the masters exist.
+  void build_state_copies();
+  /// Starts them after tower 0's last run; appends, per copy, the ticket of its
+  /// master's device to `arrived`.
+  void copy_state(std::vector<Ticket>& arrived);
+  /// True for a variable that a state update of tower 0 writes.
+  bool is_state_variable(const std::string& name) const;
   StepTimes times_;
   Mode mode_ = Mode::Train;
   // Eval: per metric, per accumulator, the sums so far; and the loss.

@@ -102,9 +102,15 @@ std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBa
   std::vector<Ticket> done(static_cast<std::size_t>(n));
   const auto run_tower = [&](int i) {
     Tower& t = towers_[static_cast<std::size_t>(i)];
-    if (!fed) feed(i, shards[static_cast<std::size_t>(i)]);
-    t.executor->set_step(step);
-    const Ticket ticket = t.executor->run({&t.weights_arrived, 1});
+    Ticket ticket;
+    try {
+      if (!fed) feed(i, shards[static_cast<std::size_t>(i)]);
+      t.executor->set_step(step);
+      ticket = t.executor->run({&t.weights_arrived, 1});
+    } catch (...) {
+      if (replica_sum_) replica_sum_->abort();  // the others may wait at a sum
+      throw;
+    }
     t.weights_arrived = Ticket{};
     // The next batch's shard goes to the other feed buffer while this step runs.
     if (!next_shards.empty()) feed(i, next_shards[static_cast<std::size_t>(i)]);
@@ -119,6 +125,7 @@ std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBa
     tower_ms_[static_cast<std::size_t>(i)] = t.executor->device_ms().value_or(0.0);
   };
   tower_ms_.resize(static_cast<std::size_t>(n));
+  if (replica_sum_) replica_sum_->reset();
   try {
     if (threads_) {
       threads_->run(run_tower);
@@ -271,6 +278,7 @@ void TowerRun::apply_step(const Ticket& summed, std::chrono::steady_clock::time_
   }
   // The update runs after the sums on the consolidation device's queue.
   if (complete.front().device != nullptr) sparse_arrived_.push_back(complete.front());
+  copy_state(sparse_arrived_);
   const Ticket applied = master_executor_->run(sparse_arrived_);
   const Clock::time_point updated = Clock::now();
   const std::span<const Ticket> arrived = broadcast_->start({&applied, 1});

@@ -88,16 +88,41 @@ Executor::Executor(Graph& graph, std::vector<Tensor> fetches, ExecutorOptions op
     for (const Tensor& in : graph_->nodes()[node].inputs) visit(in);
   };
   for (const Tensor& f : fetches_) visit(f);
-  // Variable updates go last, in the order they were made: every gradient of
-  // the step reads the variables as the forward pass did.
+  // A training program also runs the state updates (moving averages) of what
+  // it computes: those that read any node it runs. One that computes none of
+  // their inputs (an optimizer's own program) leaves them to the one that does.
+  if (options_.training) {
+    const std::set<int> computed = needed;
+    for (const Tensor& update : graph_->state_updates()) {
+      std::set<int> seen;
+      bool reads_computed = false;
+      std::function<void(int)> ancestors = [&](int node) {
+        for (const Tensor& in : graph_->nodes()[node].inputs) {
+          const int producer = graph_->info(in).node;
+          if (producer < 0 || !seen.insert(producer).second) continue;
+          if (computed.count(producer)) reads_computed = true;
+          ancestors(producer);
+        }
+      };
+      ancestors(graph_->info(update).node);
+      if (reads_computed) visit(update);
+    }
+  }
+  // Updates go last, in the order they were made: every gradient of the step
+  // reads the variables (and the moving statistics) as the forward pass did.
+  const auto is_update = [&](int n) {
+    const Op& op = *graph_->nodes()[n].op;
+    return op.updates_variables() || op.updates_state();
+  };
   std::vector<int> order;
   for (int n : needed) {
-    if (!graph_->nodes()[n].op->updates_variables()) order.push_back(n);
+    if (!is_update(n)) order.push_back(n);
   }
   for (int n : needed) {
-    if (graph_->nodes()[n].op->updates_variables()) order.push_back(n);
+    if (is_update(n)) order.push_back(n);
   }
-  updates_ = order.size() > 0 && graph_->nodes()[order.back()].op->updates_variables();
+  updates_ = std::any_of(order.begin(), order.end(),
+                         [&](int n) { return graph_->nodes()[n].op->updates_variables(); });
   plan(order);
   record(order);
 }
@@ -293,11 +318,21 @@ void Executor::record(const std::vector<int>& order) {
   timed_ = options_.timestamps && graph_->device().info().timestamps;
   if (timed_) stream_.timestamp();
   if (feed_staging_) stream_.copy(feed_staging_, feed_arena_);
+  std::size_t exchange_bytes = 0;
+  for (int index : order) {
+    const Node& node = graph_->nodes()[index];
+    if (node.op->sums_across_replicas())
+      exchange_bytes += 2 * align_up(range(node.output).size(), 16);
+  }
+  if (exchange_bytes > 0)
+    exchange_host_ = Buffer(graph_->device(), exchange_bytes, BufferKind::Staging);
   Context ctx(*this);
   const int last = static_cast<int>(order.size()) - 1;
   for (int pos = 0; pos <= last; ++pos) {
     const Node& node = graph_->nodes()[order[pos]];
-    if (!node.op->view_offset()) {
+    if (node.op->sums_across_replicas()) {
+      record_exchange(node);
+    } else if (!node.op->view_offset()) {
       recording_node_ = order[pos];
       node.op->record(ctx, node.inputs, node.output);
     }
@@ -311,6 +346,38 @@ void Executor::record(const std::vector<int>& order) {
                              : end < 0                    ? 0
                                                           : stream_.segment_count() - 1);
   }
+}
+
+void Executor::record_exchange(const Node& node) {
+  Exchange x;
+  x.bytes = range(node.output).size();
+  x.local = exchanges_.empty() ? 0 : exchanges_.back().sum + align_up(exchanges_.back().bytes, 16);
+  x.sum = x.local + align_up(x.bytes, 16);
+  stream_.copy(range(node.inputs[0]), BufferRange(exchange_host_, x.local, x.bytes));
+  x.segment = stream_.end_segment();
+  stream_.copy(BufferRange(exchange_host_, x.sum, x.bytes), range(node.output));
+  exchanges_.push_back(x);
+}
+
+Ticket Executor::submit_with_exchanges(std::span<const Ticket> waits) {
+  std::size_t next = 0;  // the first segment not yet submitted
+  for (std::size_t k = 0; k < exchanges_.size(); ++k) {
+    const Exchange& x = exchanges_[k];
+    last_ = stream_.submit_segments(next, x.segment + 1 - next,
+                                    next == 0 ? waits : std::span<const Ticket>{});
+    graph_->set_last_run(last_);
+    last_.wait();
+    std::byte* host = exchange_host_.host().data();
+    const std::span<const float> local(reinterpret_cast<const float*>(host + x.local), x.bytes / 4);
+    const std::span<float> sum(reinterpret_cast<float*>(host + x.sum), x.bytes / 4);
+    if (options_.replica_sum) {
+      options_.replica_sum(k, local, sum);
+    } else {
+      std::copy(local.begin(), local.end(), sum.begin());
+    }
+    next = x.segment + 1;
+  }
+  return stream_.submit_segments(next, stream_.segment_count() - next);
 }
 
 Buffer& Executor::arena(Place::Arena a) {
@@ -445,7 +512,7 @@ Ticket Executor::run(std::span<const Ticket> waits) {
   }
   ++runs_;
   fresh_ = 0;
-  last_ = stream_.submit(waits);
+  last_ = exchanges_.empty() ? stream_.submit(waits) : submit_with_exchanges(waits);
   graph_->set_last_run(last_);
   if (updates_ && options_.training) graph_->set_global_step(graph_->global_step() + 1);
   seen_global_step_ = graph_->global_step();

@@ -2,6 +2,7 @@
 // Plans a graph's memory once, records its step once, replays it.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -32,6 +33,13 @@ struct ExecutorOptions {
   /// next batch uploads while this one computes. Every input must then be fed
   /// before each run.
   bool double_buffered_feeds = false;
+  /// The sum over the model's replicas at each cross_replica_sum of the
+  /// program (synchronized batch norm), called by run() on its own thread, in
+  /// program order: `point` counts them from 0 in each run, `local` is this
+  /// graph's value, `sum` takes the sum. run() returns only after the last one.
+  /// Empty: this graph is the only replica, and the sum is its own value.
+  std::function<void(std::size_t point, std::span<const float> local, std::span<float> sum)>
+      replica_sum{};
 };
 
 /// Runs the part of a Graph that `fetches` need. At construction it places every
@@ -91,6 +99,8 @@ class Executor {
   /// Sets the step the next run draws for; TowerRun sets every tower's to the
   /// global step before each step.
   void set_step(std::uint64_t step) { step_ = step; }
+  /// The cross_replica_sum points of the program (each a host hand-over per run).
+  std::size_t replica_sums() const { return exchanges_.size(); }
   /// Dispatches and barriers in the recorded step.
   std::size_t dispatch_count() const { return stream_.command_count(); }
 
@@ -103,7 +113,16 @@ class Executor {
   class Context;
   class ParamsContext;
 
+  /// A cross_replica_sum: its input goes to the host at the end of `segment`,
+  /// the sum comes back at the start of the next one.
+  struct Exchange {
+    std::size_t segment = 0;
+    std::size_t local = 0, sum = 0;  // offsets in exchange_host_
+    std::size_t bytes = 0;
+  };
   void plan(const std::vector<int>& order);
+  void record_exchange(const Node& node);
+  Ticket submit_with_exchanges(std::span<const Ticket> waits);
   void record(const std::vector<int>& order);
   Buffer& arena(Place::Arena a);
   const Buffer& arena(Place::Arena a) const;
@@ -130,6 +149,8 @@ class Executor {
   int next_feed_ = 0;
   std::size_t inputs_ = 0;
   std::size_t fresh_ = 0;  // inputs fed since the last run
+  std::vector<Exchange> exchanges_;
+  Buffer exchange_host_;  // staging: every exchange's local value and sum
   Buffer constant_arena_;
   Buffer activation_arena_;
   Stream stream_;

@@ -170,6 +170,16 @@ Tensor Graph::add_node(std::unique_ptr<Op> op, std::vector<Tensor> inputs, const
   return out;
 }
 
+void Graph::add_state_update(const Tensor& update) {
+  if (!update.valid() || &update.graph() != this || info(update).node < 0 ||
+      !nodes_[info(update).node].op->updates_state()) {
+    throw Error(
+        "add_state_update: the tensor is not the output of a state update of this graph "
+        "(make it with assign_moving_average on this graph)");
+  }
+  state_updates_.push_back(update);
+}
+
 std::vector<Tensor> Graph::trainable_variables() const {
   std::vector<Tensor> out;
   for (const Variable& v : variables_) {

@@ -116,6 +116,13 @@ class Graph {
   /// The constants' initial bytes, by tensor id (the Executor uploads them).
   const std::map<int, std::vector<std::byte>>& constant_data() const { return constants_; }
 
+  /// Registers an op output that updates state (Op::updates_state(), e.g.
+  /// assign_moving_average): every training Executor whose program computes
+  /// the update's inputs runs it too, though nothing fetches it (TensorFlow's
+  /// UPDATE_OPS, run with the train op).
+  void add_state_update(const Tensor& update);
+  const std::vector<Tensor>& state_updates() const { return state_updates_; }
+
   /// Completed training steps: advanced once per run of a training Executor
   /// whose program updates variables, after its last update.
   std::uint64_t global_step() const { return global_step_; }
@@ -161,6 +168,7 @@ class Graph {
   std::map<std::string, int> variable_index_;
   std::map<std::string, int> inputs_;
   std::map<int, std::vector<std::byte>> constants_;
+  std::vector<Tensor> state_updates_;
   std::string scope_;
   std::unique_ptr<GraphAttachment> attachment_;
   std::uint64_t global_step_ = 0;

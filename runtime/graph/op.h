@@ -78,6 +78,15 @@ class Op {
   /// the step, in the order they were made, so that all gradients see the
   /// variables as the forward pass did.
   virtual bool updates_variables() const { return false; }
+  /// Ops that update state which is no model weight (batch norm's moving
+  /// averages): a training program runs them with the variable updates, after
+  /// every other op, but they are no training step (the global step does not
+  /// advance for them) and take no gradient. Graph::add_state_update() lists them.
+  virtual bool updates_state() const { return false; }
+  /// The sum over the model's replicas (cross_replica_sum): the Executor
+  /// records no kernel for it but hands its input to the host between two
+  /// segments of the step and copies the sum back (ExecutorOptions::replica_sum).
+  virtual bool sums_across_replicas() const { return false; }
 
   /// Whether record() binds input `i` as windows of at most the device's
   /// storage-buffer range (several dispatches), so that it may be larger than

@@ -131,9 +131,9 @@ Ticket Stream::segment_ticket(std::size_t k) const {
   if (k >= segment_count()) {
     throw Error(fmt::format("segment_ticket: segment {} of a stream of {}", k, segment_count()));
   }
-  if (last_.device == nullptr) return last_;
+  if (last_.device == nullptr || k >= segment_values_.size()) return last_;
   Ticket t = last_;
-  t.value -= segment_count() - 1 - k;
+  t.value = segment_values_[k];
   return t;
 }
 
@@ -460,14 +460,32 @@ void Stream::barrier() {
 
 Ticket Stream::submit(std::span<const Ticket> waits) {
   if (!pool_) throw Error("cannot submit a moved-from stream");
-  if (!ended_) {
-    // Makes the work's writes visible to host reads once the ticket completes.
-    record_barrier(VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT, /*counted=*/false);
-    VKT_CHECK(vkEndCommandBuffer(commands_buffer_));
-    ended_ = true;
-    segments_.push_back(commands_buffer_);  // every segment, in order
+  end_recording();
+  return submit_segments(0, segments_.size(), waits);
+}
+
+void Stream::end_recording() {
+  if (ended_) return;
+  // Makes the work's writes visible to host reads once the ticket completes.
+  record_barrier(VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT, /*counted=*/false);
+  VKT_CHECK(vkEndCommandBuffer(commands_buffer_));
+  ended_ = true;
+  segments_.push_back(commands_buffer_);  // every segment, in order
+  segment_values_.assign(segments_.size(), 0);
+}
+
+Ticket Stream::submit_segments(std::size_t first, std::size_t count,
+                               std::span<const Ticket> waits) {
+  if (!pool_) throw Error("cannot submit a moved-from stream");
+  end_recording();
+  if (count == 0 || first > segments_.size() || count > segments_.size() - first) {
+    throw Error(fmt::format("submit_segments: segments [{}, {}) of a stream of {}", first,
+                            first + count, segments_.size()));
   }
-  last_ = device_->submit(queue_, std::span<const VkCommandBuffer>(segments_), waits);
+  last_ = device_->submit(queue_, std::span<const VkCommandBuffer>(segments_).subspan(first, count),
+                          waits);
+  for (std::size_t k = 0; k < count; ++k)
+    segment_values_[first + k] = last_.value - (count - 1 - k);
   return last_;
 }
 

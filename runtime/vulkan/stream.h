@@ -97,6 +97,12 @@ class Stream {
   /// is done. `waits` are tickets of this Device (other queue included) that the
   /// work must wait for on the device. Recording after a submit is an error.
   Ticket submit(std::span<const Ticket> waits = {});
+  /// Submits segments [first, first + count) alone, for a run the host takes
+  /// part in between segments (the sums across replicas inside a step): the
+  /// host waits for one part, writes what the next part reads, submits it.
+  /// Like submit(), ends recording on first use; segment_ticket() then names
+  /// the latest submission of each segment.
+  Ticket submit_segments(std::size_t first, std::size_t count, std::span<const Ticket> waits = {});
   /// submit() and wait.
   void run() { submit().wait(); }
 
@@ -114,6 +120,7 @@ class Stream {
     bool write;
   };
   void check_recording(const char* what) const;
+  void end_recording();
   void check_range(const BufferRange& range, const char* what) const;
   /// Inserts a barrier if `accesses` conflict with what ran since the last one.
   void order(std::span<const Access> accesses);
@@ -136,6 +143,7 @@ class Stream {
   VkAccessFlags work_access() const;
   std::vector<Access> pending_;
   Ticket last_;
+  std::vector<std::uint64_t> segment_values_;  // each segment's latest timeline value
   std::size_t commands_ = 0;
   std::size_t barriers_ = 0;
   bool ended_ = false;
