@@ -6,6 +6,7 @@
 
 #include "../tensor.h"
 #include "conv.h"
+#include "pool.h"
 
 namespace vkt::layers {
 
@@ -37,5 +38,20 @@ Tensor dense(const Tensor& x, std::int64_t units, Activation activation = Activa
 Tensor conv2d(const Tensor& x, std::int64_t filters, std::array<std::int64_t, 2> kernel_size,
               const Conv2dOptions& options = {}, Activation activation = Activation::None,
               const std::string& name = "conv2d");
+
+/// Pooling and flatten as layers (they own no variables): vkt::max_pool2d,
+/// vkt::avg_pool2d, vkt::global_avg_pool and vkt::flatten (pool.h, shape_ops.h).
+///
+///   vkt::Tensor h = vkt::layers::flatten(vkt::layers::max_pool2d(conv));
+Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options = {});
+Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options = {});
+Tensor global_avg_pool(const Tensor& x);
+Tensor flatten(const Tensor& x);
+
+/// vkt::layer_norm over the last dimension D with the variables "<name>/gamma"
+/// [D] (ones) and "<name>/beta" [D] (zeros); the same name reuses them.
+///
+///   vkt::Tensor h = vkt::layers::layer_norm(x, 1e-5f, "ln1");
+Tensor layer_norm(const Tensor& x, float epsilon = 1e-5f, const std::string& name = "layer_norm");
 
 }  // namespace vkt::layers

@@ -2,6 +2,7 @@
 // Ops that change a tensor's shape or cut it.
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "../tensor.h"
@@ -10,6 +11,19 @@ namespace vkt {
 
 /// The same elements with another shape (same element count). Shares memory.
 Tensor reshape(const Tensor& x, const Shape& shape);
+
+/// [N, ...] -> [N, product of the rest] (rank 1 gives [N, 1]): a reshape, no copy.
+///
+///   vkt::Tensor h = vkt::flatten(pooled);  // [N, 7, 7, 64] -> [N, 3136]
+Tensor flatten(const Tensor& x);
+
+/// `x` (f32) with paddings[d].first entries of `value` before and
+/// paddings[d].second after it along each dimension d (one pair per dimension,
+/// none negative). The gradient is the block of dy where x lies.
+///
+///   vkt::Tensor y = vkt::pad(images, {{0, 0}, {2, 2}, {2, 2}, {0, 0}});  // 28x28 -> 32x32
+Tensor pad(const Tensor& x, const std::vector<std::pair<std::int64_t, std::int64_t>>& paddings,
+           float value = 0.0f);
 
 /// The tensors joined along `axis` (negative counts from the end); every other
 /// dimension and the dtype must agree. f32 or i32. One copy of each element, in

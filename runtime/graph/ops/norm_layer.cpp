@@ -1,0 +1,26 @@
+// layers::layer_norm: vkt::layer_norm with the scale and offset it owns.
+#include <fmt/format.h>
+
+#include "../../vulkan/error.h"
+#include "../graph.h"
+#include "layer_norm.h"
+#include "layers.h"
+
+namespace vkt::layers {
+
+Tensor layer_norm(const Tensor& x, float epsilon, const std::string& name) {
+  if (!x.valid()) throw Error(fmt::format("layer_norm '{}': the input tensor is empty", name));
+  if (x.shape().rank() == 0) {
+    throw Error(fmt::format(
+        "layer_norm '{}': input '{}' is a scalar; it needs a last dimension to normalize over",
+        name, x.name()));
+  }
+  const std::int64_t d = x.shape()[x.shape().rank() - 1];
+  Graph& g = x.graph();
+  // Ones and zeros: the layer starts as a plain normalization, as in Keras.
+  const Tensor gamma = g.variable(name + "/gamma", {d}, Initializer::ones());
+  const Tensor beta = g.variable(name + "/beta", {d}, Initializer::zeros());
+  return vkt::layer_norm(x, gamma, beta, epsilon);
+}
+
+}  // namespace vkt::layers

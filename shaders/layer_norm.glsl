@@ -1,0 +1,22 @@
+// Shared by the layer-norm kernels: x is [rows, d], normalized along d. The
+// includer declares `x`.
+layout(push_constant) uniform Params {
+  uint rows;
+  uint d;
+  float epsilon;
+  uint pad0;
+};
+
+// Two passes (mean, then the mean of squared deviations): the one-pass
+// E[x^2] - E[x]^2 loses every digit when the mean is large against the spread.
+void row_stats(uint base, out float mean, out float rstd) {
+  float s = 0.0;
+  for (uint k = 0; k < d; ++k) s += x[base + k];
+  mean = s / float(d);
+  float q = 0.0;
+  for (uint k = 0; k < d; ++k) {
+    float t = x[base + k] - mean;
+    q += t * t;
+  }
+  rstd = 1.0 / sqrt(q / float(d) + epsilon);
+}
