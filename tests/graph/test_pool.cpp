@@ -248,6 +248,19 @@ TEST_CASE("pooling reports bad inputs and options when the graph is built", "[po
                vkt::max_pool2d(x, {.explicit_padding = {1, 1, 1, 1}});
              }),
              Contains("padding is not Padding::Explicit"));
+  // Sizes are checked before they reach the kernels' 32-bit indices; nothing is allocated.
+  CHECK_THAT(error_of([&] {
+               vkt::max_pool2d(g.input("huge", {1, 1 << 16, 1 << 16, 2}));
+             }),
+             Contains("has 8589934592 elements"));
+  CHECK_THAT(error_of([&] {
+               vkt::avg_pool2d(g.input("wide", {1, 1, 1, 1 << 22}),
+                               {.window = {1000, 1000},
+                                .strides = {1, 1},
+                                .padding = Padding::Explicit,
+                                .explicit_padding = {999, 999, 999, 999}});
+             }),
+             Contains("the output [1, 1000, 1000, 4194304]"));
   CHECK_THAT(error_of([&] {
                vkt::global_avg_pool(g.input("r3", {2, 7, 5}));
              }),

@@ -187,6 +187,13 @@ Tensor pool(PoolKind kind, const Tensor& x, const Pool2dOptions& options) {
       describe(kind == PoolKind::Max ? "max_pool2d" : "avg_pool2d", x, options);
   const PoolPush geometry = plan_pool(x, options, what);
   const Shape out{x.shape()[0], geometry.oh, geometry.ow, x.shape()[3]};
+  // Padding with stride 1 can make the output larger than the input.
+  if (out.elements() > std::numeric_limits<std::uint32_t>::max()) {
+    throw Error(
+        fmt::format("{}: the output {} has {} elements; the pooling kernels index at "
+                    "most 2^32 - 1",
+                    what, out.str(), out.elements()));
+  }
   return x.graph().add_node(std::make_unique<PoolOp>(kind, geometry), {x}, out);
 }
 
