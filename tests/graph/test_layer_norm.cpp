@@ -125,6 +125,13 @@ TEST_CASE("layer_norm reports bad inputs when the graph is built", "[layer_norm]
   CHECK_THAT(error_of([&] { vkt::layer_norm(x, gamma, beta, -1.0f); }), Contains("epsilon is -1"));
   CHECK_THAT(error_of([&] { vkt::layers::layer_norm(g.input("s2", {}), 1e-5f, "ln"); }),
              Contains("layer_norm 'ln': input 's2' is a scalar"));
+  CHECK_THAT(error_of([&] { vkt::layers::layer_norm(x, -1e-3f, "bad"); }),
+             Contains("layer_norm 'bad': epsilon is -0.001"));
+  CHECK_THAT(error_of([&] {
+               vkt::layers::layer_norm(g.input("ids2", {2, 5}, vkt::DType::I32), 1e-5f, "bad");
+             }),
+             Contains("layer_norm 'bad': input 'ids2' [2, 5] holds i32 values"));
+  CHECK_FALSE(g.find_variable("bad/gamma").has_value());  // a failed call makes no variables
   vkt::layers::layer_norm(x, 1e-5f, "ln");
   CHECK_THAT(error_of([&] {
                vkt::layers::layer_norm(g.input("wide", {2, 6}), 1e-5f, "ln");

@@ -1,6 +1,8 @@
 // layers::layer_norm: vkt::layer_norm with the scale and offset it owns.
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "../../vulkan/error.h"
 #include "../graph.h"
 #include "layer_norm.h"
@@ -14,6 +16,16 @@ Tensor layer_norm(const Tensor& x, float epsilon, const std::string& name) {
     throw Error(fmt::format(
         "layer_norm '{}': input '{}' is a scalar; it needs a last dimension to normalize over",
         name, x.name()));
+  }
+  // Checked before the variables are made, so a failed call leaves none behind.
+  if (x.dtype() != DType::F32) {
+    throw Error(fmt::format("layer_norm '{}': input '{}' {} holds i32 values; it takes f32", name,
+                            x.name(), x.shape().str()));
+  }
+  if (!std::isfinite(epsilon) || epsilon < 0.0f) {
+    throw Error(fmt::format(
+        "layer_norm '{}': epsilon is {}; it must be finite and at least 0 (1e-5 is usual)", name,
+        epsilon));
   }
   const std::int64_t d = x.shape()[x.shape().rank() - 1];
   Graph& g = x.graph();
