@@ -4,7 +4,7 @@ layout(push_constant) uniform Params {
   uint rows;
   uint d;
   float epsilon;
-  uint pad0;
+  uint block;  // rows per invocation of layer_norm_param_grad.comp
 };
 
 // Two passes (mean, then the mean of squared deviations): the one-pass

@@ -52,6 +52,7 @@ TEST_CASE("layer_norm: forward and gradients to x, gamma and beta against the CP
                               NormCase{Shape{2, 3, 6}, -1, 1, 1e-5},  // rank 3
                               NormCase{Shape{2, 3, 1, 5}, -2, 2, 1e-5},
                               NormCase{Shape{9}, -1, 1, 1e-5},         // one row
+                              NormCase{Shape{3, 50, 4}, -1, 1, 1e-5},  // 3 blocks of rows
                               NormCase{Shape{4, 33}, 99, 101, 1e-3});  // a mean far from 0
   const std::int64_t d = c.shape[c.shape.rank() - 1];
   const double epsilon = 1e-3;  // large enough to matter in the reference

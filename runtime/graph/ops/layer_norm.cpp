@@ -1,17 +1,19 @@
 // layer_norm (shaders/layer_norm.comp) and its gradient: row statistics
-// (layer_norm_stats.comp), dx (layer_norm_grad.comp), dgamma
-// (layer_norm_gamma_grad.comp) and dbeta (a reduction over the rows).
+// (layer_norm_stats.comp), dx (layer_norm_grad.comp), and dgamma and dbeta
+// (layer_norm_param_grad.comp per block of rows, then a sum over the blocks).
 #include "layer_norm.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "../../vulkan/error.h"
 #include "../graph.h"
 #include "elementwise.h"
 #include "kernel_util.h"
+#include "shape_ops.h"
 
 namespace vkt {
 namespace {
@@ -20,32 +22,47 @@ namespace {
 struct NormPush {
   std::uint32_t rows, d;
   float epsilon;
-  std::uint32_t pad0;
+  std::uint32_t block;
 };
+
+// Rows per invocation of layer_norm_param_grad.comp: enough work per
+// invocation to hide its start, enough invocations to fill the device.
+constexpr std::uint32_t kBlockRows = 64;
 
 NormPush rows_of(const Shape& x, float epsilon) {
   const std::int64_t d = x[x.rank() - 1];
-  return {static_cast<std::uint32_t>(x.elements() / d), static_cast<std::uint32_t>(d), epsilon, 0};
+  return {static_cast<std::uint32_t>(x.elements() / d), static_cast<std::uint32_t>(d), epsilon,
+          kBlockRows};
 }
 
-const Kernel& norm_kernel(RecordContext& ctx, const char* shader) {
-  return ctx.device().kernel({.shader = shader, .local_size = {ops_detail::kLocalSize, 1, 1}});
+std::int64_t row_blocks(const NormPush& p) {
+  return (std::int64_t{p.rows} + kBlockRows - 1) / kBlockRows;
 }
+
+// The OP codes of layer_norm_param_grad.comp.
+enum class ParamGrad : std::uint32_t { Gamma, Beta };
 
 /// A backward kernel of layer_norm: record() dispatches `shader` over its
-/// inputs then its output, one invocation per row (or per column for dgamma).
+/// inputs then its output, one invocation per row, or, with an OP code (the
+/// parameter gradients), one per block of rows and column.
 class NormGradOp final : public Op {
  public:
-  NormGradOp(const char* shader, float epsilon, bool per_column)
-      : shader_(shader), epsilon_(epsilon), per_column_(per_column) {}
-  std::string type() const override { return shader_; }
+  NormGradOp(const char* shader, float epsilon, std::optional<ParamGrad> param = std::nullopt)
+      : shader_(shader), epsilon_(epsilon), param_(param) {}
+  std::string type() const override {
+    if (!param_) return shader_;
+    return *param_ == ParamGrad::Gamma ? "layer_norm_gamma_grad" : "layer_norm_beta_grad";
+  }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const NormPush push = rows_of(in[0].shape(), epsilon_);
     std::vector<BufferRange> buffers;
     for (const Tensor& t : in) buffers.push_back(ctx.buffer(t));
     buffers.push_back(ctx.buffer(out));
-    const Kernel& kernel = norm_kernel(ctx, shader_);
-    const std::uint64_t n = per_column_ ? push.d : push.rows;
+    const Kernel& kernel =
+        param_ ? ops_detail::kernel_1d(ctx, shader_, static_cast<std::uint32_t>(*param_))
+               : ctx.device().kernel(
+                     {.shader = shader_, .local_size = {ops_detail::kLocalSize, 1, 1}});
+    const auto n = static_cast<std::uint64_t>(param_ ? row_blocks(push) * push.d : push.rows);
     ctx.stream().dispatch(kernel, buffers, std::as_bytes(std::span<const NormPush>(&push, 1)),
                           Stream::linear_groups(kernel, n));
   }
@@ -57,7 +74,7 @@ class NormGradOp final : public Op {
  private:
   const char* shader_;
   float epsilon_;
-  bool per_column_;
+  std::optional<ParamGrad> param_;
 };
 
 class LayerNormOp final : public Op {
@@ -67,7 +84,8 @@ class LayerNormOp final : public Op {
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const NormPush push = rows_of(in[0].shape(), epsilon_);
     ops_detail::dispatch_1d(
-        ctx, norm_kernel(ctx, "layer_norm"),
+        ctx,
+        ctx.device().kernel({.shader = "layer_norm", .local_size = {ops_detail::kLocalSize, 1, 1}}),
         {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(in[2]), ctx.buffer(out)}, push,
         push.rows);
   }
@@ -79,13 +97,19 @@ class LayerNormOp final : public Op {
     Graph& g = x.graph();
     const NormPush p = rows_of(x.shape(), epsilon_);
     const Shape d{p.d};
-    const Tensor stats = g.add_node(
-        std::make_unique<NormGradOp>("layer_norm_stats", epsilon_, false), {x}, Shape{p.rows, 2});
-    const Tensor dx = g.add_node(std::make_unique<NormGradOp>("layer_norm_grad", epsilon_, false),
+    const Tensor stats = g.add_node(std::make_unique<NormGradOp>("layer_norm_stats", epsilon_), {x},
+                                    Shape{p.rows, 2});
+    const Tensor dx = g.add_node(std::make_unique<NormGradOp>("layer_norm_grad", epsilon_),
                                  {x, in[1], stats, dy}, x.shape());
-    const Tensor dgamma = g.add_node(
-        std::make_unique<NormGradOp>("layer_norm_gamma_grad", epsilon_, true), {x, stats, dy}, d);
-    return {Gradient{dx}, Gradient{dgamma}, Gradient{sum_to(dy, d)}};
+    // Per-block partial sums, then the blocks summed in order: the same bits every run.
+    const std::int64_t blocks = row_blocks(p);
+    const auto param = [&](ParamGrad which) {
+      const Tensor partial =
+          g.add_node(std::make_unique<NormGradOp>("layer_norm_param_grad", epsilon_, which),
+                     {x, stats, dy}, Shape{blocks, d[0]});
+      return blocks == 1 ? reshape(partial, d) : sum_to(partial, d);
+    };
+    return {Gradient{dx}, Gradient{param(ParamGrad::Gamma)}, Gradient{param(ParamGrad::Beta)}};
   }
 
  private:
