@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <iterator>
 #include <limits>
+#include <optional>
 
 #include "../../vulkan/error.h"
 #include "../graph.h"
@@ -17,46 +19,56 @@ namespace {
 // The OP codes of pool.comp.
 enum class PoolKind : std::uint32_t { Max, Avg };
 
-/// pool_params.glsl's push constants; `n` is set per dispatch.
-struct PoolPush {
-  std::uint32_t n, h, w, c, oh, ow, kh, kw, sh, sw, pt, pl;
+/// The window geometry: pool_params.glsl's specialization constants 2 to 12.
+struct PoolGeometry {
+  std::uint32_t h, w, c, oh, ow, kh, kw, sh, sw, pt, pl;
 };
 
 // pool_params.glsl does signed arithmetic on padded extents.
 constexpr std::int64_t kMaxPaddedExtent = std::int64_t{1} << 30;
 
-const Kernel& pool_kernel(RecordContext& ctx, const char* shader) {
-  return ctx.device().kernel({.shader = shader, .local_size = {ops_detail::kLocalSize, 1, 1}});
+/// `shader` specialized for `g`, and for OP = `kind` where the shader has an OP.
+const Kernel& pool_kernel(RecordContext& ctx, const char* shader, const PoolGeometry& g,
+                          std::optional<PoolKind> kind = std::nullopt) {
+  KernelDesc desc{.shader = shader, .local_size = {ops_detail::kLocalSize, 1, 1}};
+  if (kind) desc.constants.push_back(SpecConstant::u32(1, static_cast<std::uint32_t>(*kind)));
+  const std::uint32_t values[] = {g.h, g.w, g.c, g.oh, g.ow, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl};
+  for (std::uint32_t i = 0; i < std::size(values); ++i)
+    desc.constants.push_back(SpecConstant::u32(2 + i, values[i]));
+  return ctx.device().kernel(desc);
+}
+
+/// One invocation per element of `n`; pool_params.glsl's push constant.
+void dispatch_pool(RecordContext& ctx, const Kernel& kernel,
+                   std::initializer_list<BufferRange> buffers, std::int64_t n) {
+  const std::uint32_t push = static_cast<std::uint32_t>(n);
+  ops_detail::dispatch_1d(ctx, kernel, buffers, push, n);
 }
 
 /// dx of average pooling: linear in dy, so its own gradient is average pooling again.
 class AvgPoolGradOp final : public Op {
  public:
-  explicit AvgPoolGradOp(PoolPush geometry) : geometry_(geometry) {}
+  explicit AvgPoolGradOp(PoolGeometry geometry) : geometry_(geometry) {}
   std::string type() const override { return "avg_pool2d_grad"; }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
-    PoolPush push = geometry_;
-    push.n = static_cast<std::uint32_t>(out.shape().elements());
-    ops_detail::dispatch_1d(ctx, pool_kernel(ctx, "pool_avg_grad"),
-                            {ctx.buffer(in[0]), ctx.buffer(out)}, push, push.n);
+    dispatch_pool(ctx, pool_kernel(ctx, "pool_avg_grad", geometry_),
+                  {ctx.buffer(in[0]), ctx.buffer(out)}, out.shape().elements());
   }
   std::vector<Gradient> gradient(std::span<const Tensor> in, const Tensor&,
                                  const Tensor& ddx) const override;
 
  private:
-  PoolPush geometry_;
+  PoolGeometry geometry_;
 };
 
 class MaxPoolGradOp final : public Op {
  public:
-  explicit MaxPoolGradOp(PoolPush geometry) : geometry_(geometry) {}
+  explicit MaxPoolGradOp(PoolGeometry geometry) : geometry_(geometry) {}
   std::string type() const override { return "max_pool2d_grad"; }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
-    PoolPush push = geometry_;
-    push.n = static_cast<std::uint32_t>(out.shape().elements());
-    ops_detail::dispatch_1d(
-        ctx, pool_kernel(ctx, "pool_max_grad"),
-        {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(in[2]), ctx.buffer(out)}, push, push.n);
+    dispatch_pool(ctx, pool_kernel(ctx, "pool_max_grad", geometry_),
+                  {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(in[2]), ctx.buffer(out)},
+                  out.shape().elements());
   }
   std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor&,
                                  const Tensor&) const override {
@@ -64,19 +76,16 @@ class MaxPoolGradOp final : public Op {
   }
 
  private:
-  PoolPush geometry_;
+  PoolGeometry geometry_;
 };
 
 class PoolOp final : public Op {
  public:
-  PoolOp(PoolKind kind, PoolPush geometry) : kind_(kind), geometry_(geometry) {}
+  PoolOp(PoolKind kind, PoolGeometry geometry) : kind_(kind), geometry_(geometry) {}
   std::string type() const override { return kind_ == PoolKind::Max ? "max_pool2d" : "avg_pool2d"; }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
-    PoolPush push = geometry_;
-    push.n = static_cast<std::uint32_t>(out.shape().elements());
-    ops_detail::dispatch_1d(ctx,
-                            ops_detail::kernel_1d(ctx, "pool", static_cast<std::uint32_t>(kind_)),
-                            {ctx.buffer(in[0]), ctx.buffer(out)}, push, push.n);
+    dispatch_pool(ctx, pool_kernel(ctx, "pool", geometry_, kind_),
+                  {ctx.buffer(in[0]), ctx.buffer(out)}, out.shape().elements());
   }
   // The max-pool backward reads x and y to find each window's first maximum
   // again instead of storing its index: an op has one output, and the search
@@ -93,7 +102,7 @@ class PoolOp final : public Op {
 
  private:
   PoolKind kind_;
-  PoolPush geometry_;
+  PoolGeometry geometry_;
 };
 
 std::vector<Gradient> AvgPoolGradOp::gradient(std::span<const Tensor> in, const Tensor&,
@@ -148,7 +157,7 @@ void check_padding(const Pool2dOptions& o, const std::string& what) {
   }
 }
 
-PoolPush plan_pool(const Tensor& x, const Pool2dOptions& o, const std::string& what) {
+PoolGeometry plan_pool(const Tensor& x, const Pool2dOptions& o, const std::string& what) {
   check_input(x, what);
   check_padding(o, what);
   const Shape& s = x.shape();
@@ -162,18 +171,9 @@ PoolPush plan_pool(const Tensor& x, const Pool2dOptions& o, const std::string& w
     throw Error(fmt::format("{}: the padded image is larger than 2^30 along a side", what));
   }
   const auto u = [](std::int64_t v) { return static_cast<std::uint32_t>(v); };
-  return PoolPush{0,
-                  u(s[1]),
-                  u(s[2]),
-                  u(s[3]),
-                  u(plan.out_h),
-                  u(plan.out_w),
-                  u(o.window[0]),
-                  u(o.window[1]),
-                  u(o.strides[0]),
-                  u(o.strides[1]),
-                  u(plan.pad_top),
-                  u(plan.pad_left)};
+  return PoolGeometry{u(s[1]),         u(s[2]),         u(s[3]),         u(plan.out_h),
+                      u(plan.out_w),   u(o.window[0]),  u(o.window[1]),  u(o.strides[0]),
+                      u(o.strides[1]), u(plan.pad_top), u(plan.pad_left)};
 }
 
 std::string describe(const char* op, const Tensor& x, const Pool2dOptions& o) {
@@ -185,7 +185,7 @@ std::string describe(const char* op, const Tensor& x, const Pool2dOptions& o) {
 Tensor pool(PoolKind kind, const Tensor& x, const Pool2dOptions& options) {
   const std::string what =
       describe(kind == PoolKind::Max ? "max_pool2d" : "avg_pool2d", x, options);
-  const PoolPush geometry = plan_pool(x, options, what);
+  const PoolGeometry geometry = plan_pool(x, options, what);
   const Shape out{x.shape()[0], geometry.oh, geometry.ow, x.shape()[3]};
   // Padding with stride 1 can make the output larger than the input.
   if (out.elements() > std::numeric_limits<std::uint32_t>::max()) {
