@@ -13,12 +13,10 @@
 namespace vkt {
 namespace {
 
+/// pad.comp's push constants; the shapes and offsets are its specialization constants.
 struct PadPush {
   std::uint32_t n;
   float value;
-  std::uint32_t pad0, pad1;
-  std::array<std::uint32_t, 4> out_dims, in_dims;
-  std::array<std::int32_t, 4> offset;
 };
 
 // pad.comp turns coordinates and offsets into signed ints.
@@ -32,16 +30,17 @@ class PadOp final : public Op {
       : offset_(offset), value_(value), cut_(cut) {}
   std::string type() const override { return cut_ ? "pad_grad" : "pad"; }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
-    const PadPush push{static_cast<std::uint32_t>(out.shape().elements()),
-                       value_,
-                       0,
-                       0,
-                       ops_detail::dims4(out.shape()),
-                       ops_detail::dims4(in[0].shape()),
-                       offset_};
-    ops_detail::dispatch_1d(
-        ctx, ctx.device().kernel({.shader = "pad", .local_size = {ops_detail::kLocalSize, 1, 1}}),
-        {ctx.buffer(in[0]), ctx.buffer(out)}, push, push.n);
+    const PadPush push{static_cast<std::uint32_t>(out.shape().elements()), value_};
+    KernelDesc desc{.shader = "pad", .local_size = {ops_detail::kLocalSize, 1, 1}};
+    const auto out_dims = ops_detail::dims4(out.shape());
+    const auto in_dims = ops_detail::dims4(in[0].shape());
+    for (std::uint32_t k = 0; k < 4; ++k) {
+      desc.constants.push_back(SpecConstant::u32(1 + k, out_dims[k]));
+      desc.constants.push_back(SpecConstant::u32(5 + k, in_dims[k]));
+      desc.constants.push_back(SpecConstant::i32(9 + k, offset_[k]));
+    }
+    ops_detail::dispatch_1d(ctx, ctx.device().kernel(desc), {ctx.buffer(in[0]), ctx.buffer(out)},
+                            push, push.n);
   }
   std::vector<Gradient> gradient(std::span<const Tensor> in, const Tensor&,
                                  const Tensor& dy) const override {
