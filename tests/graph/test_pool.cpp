@@ -165,6 +165,28 @@ TEST_CASE("max_pool2d sends a tied window's gradient to its first cell, row-majo
   CHECK(exec.read(dx) == std::vector<float>{0, 1 + 2, 3, 0, 4, 0, 5, 6, 7, 8, 9, 0, 0, 0, 0, 0});
 }
 
+TEST_CASE("avg_pool2d's gradient is linear in dy, and its own gradient is avg_pool2d again",
+          "[pool]") {
+  // The gradient of sum(avg_pool(x) * v) with respect to x is avg_pool_grad(v),
+  // which reads v; its gradient, that of sum(avg_pool_grad(v) * u) with respect
+  // to v, is avg_pool(u) (whatever v holds: it is not even read).
+  vkt::Graph g(vkt::test::shared_device());
+  const Pool2dOptions o{.window = {3, 3}, .padding = Padding::Same};
+  const Shape shape{2, 7, 5, 3};
+  const Tensor x = g.input("x", shape);
+  const Tensor y = vkt::avg_pool2d(x, o);
+  const Tensor v = g.input("v", y.shape());
+  const Tensor dx = vkt::gradients(vkt::reduce_sum(y * v), {x})[0].dense;
+  const std::vector<float> u =
+      vkt::test::random_floats(static_cast<std::size_t>(shape.elements()), 4);
+  const Tensor dv = vkt::gradients(vkt::reduce_sum(dx * g.constant(shape, u)), {v})[0].dense;
+  const Tensor want = vkt::avg_pool2d(g.constant(shape, u), o);
+  vkt::Executor exec(g, {dv, want});
+  exec.run();
+  const std::vector<float> got = exec.read(dv), expected = exec.read(want);
+  for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == Approx(expected[i]).margin(1e-6));
+}
+
 TEST_CASE("padding is never the maximum, and never counted in the mean", "[pool]") {
   vkt::Graph g(vkt::test::shared_device());
   const Tensor x = g.input("x", {1, 3, 3, 2});

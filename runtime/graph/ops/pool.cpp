@@ -38,7 +38,7 @@ const Kernel& pool_kernel(RecordContext& ctx, const char* shader, const PoolGeom
   return ctx.device().kernel(desc);
 }
 
-/// One invocation per element of `n`; pool_params.glsl's push constant.
+/// `n` invocations (pool_params.glsl's push constant).
 void dispatch_pool(RecordContext& ctx, const Kernel& kernel,
                    std::initializer_list<BufferRange> buffers, std::int64_t n) {
   const std::uint32_t push = static_cast<std::uint32_t>(n);
