@@ -85,7 +85,7 @@ TEST_CASE("pad's gradient, the cut, has the pad as its own gradient", "[pad]") {
   CHECK(exec.read(dv) == std::vector<float>{0, 0, 0, 0, 1, 2, 3, 0, 4, 5, 6, 0, 0, 0, 0, 0});
 }
 
-TEST_CASE("pad with nothing to add returns its input; bad paddings are reported", "[pad]") {
+TEST_CASE("pad with nothing to add returns its input, and bad paddings are reported", "[pad]") {
   vkt::Graph g(vkt::test::shared_device());
   const Tensor x = g.input("x", {2, 3});
   CHECK(vkt::pad(x, {{0, 0}, {0, 0}}) == x);

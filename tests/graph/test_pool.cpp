@@ -120,7 +120,7 @@ TEST_CASE("max_pool2d and avg_pool2d: forward and gradient against the CPU refer
   }
 }
 
-TEST_CASE("global_avg_pool is the mean over height and width, [N, C]", "[pool]") {
+TEST_CASE("global_avg_pool is the mean over height and width, N x C", "[pool]") {
   const Shape shape{2, 7, 5, 3};
   const Geometry g = geometry(shape, {.window = {7, 5}, .strides = {1, 1}});
   OpSpec spec{
@@ -210,7 +210,7 @@ TEST_CASE("padding is never the maximum, and never counted in the mean", "[pool]
   CHECK(exec.read(a) == std::vector<float>{-10, -11, -13, -14, -19, -20, -22, -23});
 }
 
-TEST_CASE("flatten is a reshape to [N, rest]; its gradient flows back unchanged", "[pool]") {
+TEST_CASE("flatten is a reshape to N x rest, and its gradient flows back unchanged", "[pool]") {
   vkt::Graph g(vkt::test::shared_device());
   const Tensor x = g.input("x", {2, 3, 2, 2});
   const Tensor f = vkt::layers::flatten(x);
