@@ -47,8 +47,11 @@ uint c_at(uint m, uint n);
 #include "conv_geometry.glsl"
 
 vec4 a_texel(int e) { return texelFetch(A, int(min(uint(e) >> 2, a_last))); }
-float a_scalar(int e) { return e < 0 ? 0.0 : a_texel(e)[e & 3]; }
-float b_scalar(uint e) { return texelFetch(B, int(min(e >> 2, b_last)))[e & 3u]; }
+// Component s of t as selects: a dynamic index into a vector becomes a trip
+// through memory, lane by lane, on lavapipe.
+float component(vec4 t, uint s) { return s == 0u ? t.x : s == 1u ? t.y : s == 2u ? t.z : t.w; }
+float a_scalar(int e) { return e < 0 ? 0.0 : component(a_texel(e), uint(e) & 3u); }
+float b_scalar(uint e) { return component(texelFetch(B, int(min(e >> 2, b_last))), e & 3u); }
 
 ivec3 conv_row(uint m) { return CONV_MODE == 0u ? out_pixel_window(m) : in_pixel_window(m); }
 
