@@ -170,11 +170,8 @@ const std::vector<Case> kCases = {
      8,
      opts({2, 2}, Padding::Explicit, {2, 2}, 1, {2, 1, 0, 3})},
     {"40 filters (2-texel block)", {1, 5, 4, 4}, {2, 2}, 40, opts({1, 1}, Padding::Valid)},
-    {"72 filters (4-texel block), 3 channels",
-     {1, 4, 3, 3},
-     {2, 2},
-     72,
-     opts({1, 1}, Padding::Same)},
+    // 4-texel blocks, two of them (128 columns) and three tiles (64) across.
+    {"136 filters, 3 channels", {1, 4, 3, 3}, {2, 2}, 136, opts({1, 1}, Padding::Same)},
 };
 
 }  // namespace

@@ -81,7 +81,7 @@ void check_channels(const Shape& xs, const Shape& fs, std::int64_t groups,
                     "number of groups that divides them",
                     what, groups, xs[3], xs.str()));
   }
-  if (fs[2] * groups != xs[3]) {
+  if (fs[2] != xs[3] / groups) {  // divided, not multiplied: no overflow
     throw Error(fmt::format(
         "{}: channel mismatch: x {} has {} channels, so with groups = {} the filter must have "
         "{} input channels (its dimension 2), but the filter {} has {}",
