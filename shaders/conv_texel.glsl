@@ -19,8 +19,14 @@ const uint CONV_MODE = uint(CONV_GEMM);
 layout(constant_id = 6) const bool A_VEC = false;
 layout(constant_id = 7) const bool B_VEC = false;
 
-ivec3 row_window[RM];  // per block row: its window (conv_geometry.glsl)
-ivec3 k_tap[4];        // (kh, kw, channel) of k0 .. k0 + 3; kh = -1 past K
+// Per block row, its window (conv_geometry.glsl); in the forward GEMM with the
+// first component the element index of the window's corner in x instead
+// (outside x where the window starts in the padding).
+ivec3 row_window[RM];
+// (kh, kw, channel) of k0 .. k0 + 3, kh = -1 past K; in the forward GEMM
+// (kh * dil_h, kw * dil_w, element offset from the window's corner), and a
+// row offset no window reaches past K.
+ivec3 k_tap[4];
 
 ivec3 conv_row(uint m);
 void conv_k_setup(uint k0);
@@ -53,20 +59,38 @@ float component(vec4 t, uint s) { return s == 0u ? t.x : s == 1u ? t.y : s == 2u
 float a_scalar(int e) { return e < 0 ? 0.0 : component(a_texel(e), uint(e) & 3u); }
 float b_scalar(uint e) { return component(texelFetch(B, int(min(e >> 2, b_last))), e & 3u); }
 
-ivec3 conv_row(uint m) { return CONV_MODE == 0u ? out_pixel_window(m) : in_pixel_window(m); }
-
-void conv_k_setup(uint k0) {
-  uint inner = CONV_MODE == 0u ? group_c : group_o;
-  k_tap[0] = split_tap(k0, inner);  // k0 < K inside the loop
-  if (A_VEC && (CONV_MODE != 1u || B_VEC)) return;  // only whole texels are read
-  k_tap[1] = k0 + 1u < K ? split_tap(k0 + 1u, inner) : ivec3(-1);
-  k_tap[2] = k0 + 2u < K ? split_tap(k0 + 2u, inner) : ivec3(-1);
-  k_tap[3] = k0 + 3u < K ? split_tap(k0 + 3u, inner) : ivec3(-1);
+// The forward GEMM moves what it can out of the k loop: a row's corner once,
+// a step's offsets once for all rows, leaving an add and an unsigned compare
+// per dimension per element (the int arithmetic may wrap for a corner in the
+// padding; an element inside x comes out exact).
+ivec3 conv_row(uint m) {
+  if (CONV_MODE != 0u) return in_pixel_window(m);
+  ivec3 w = out_pixel_window(m);
+  return ivec3((w.x + w.y * int(in_w) + w.z) * int(in_c), w.y, w.z);
+}
+ivec3 conv_tap(uint k) {
+  if (k >= K) return CONV_MODE == 0u ? ivec3(-(1 << 30), 0, 0) : ivec3(-1);
+  ivec3 t = split_tap(k, CONV_MODE == 0u ? group_c : group_o);
+  if (CONV_MODE != 0u) return t;
+  int dh = t.x * dil_h, dw = t.y * dil_w;
+  return ivec3(dh, dw, (dh * int(in_w) + dw) * int(in_c) + int(gl_WorkGroupID.z * group_c) + t.z);
 }
 
-// op(A)[m, k0 .. k0 + 3] for the block row whose window is `window`.
+void conv_k_setup(uint k0) {
+  k_tap[0] = conv_tap(k0);
+  if (A_VEC && (CONV_MODE != 1u || B_VEC)) return;  // only whole texels are read
+  k_tap[1] = conv_tap(k0 + 1u);
+  k_tap[2] = conv_tap(k0 + 2u);
+  k_tap[3] = conv_tap(k0 + 3u);
+}
+
+// op(A)[m, k] for the block row whose window is `window` and k's tap t.
 int a_row_element(ivec3 window, ivec3 t) {
-  return CONV_MODE == 0u ? x_element(x_tap(window, t), t) : dy_element(dy_tap(window, t), t);
+  if (CONV_MODE == 0u) {
+    bool inside = uint(window.y + t.x) < in_h && uint(window.z + t.y) < in_w;
+    return inside ? window.x + t.z : -1;
+  }
+  return dy_element(dy_tap(window, t), t);
 }
 vec4 conv_a_row(ivec3 window) {
   if (A_VEC) {
