@@ -19,6 +19,8 @@
 #include "runtime/graph/autodiff.h"
 #include "runtime/graph/executor.h"
 #include "runtime/graph/graph.h"
+#include "runtime/graph/ops/batch_norm.h"
+#include "runtime/graph/ops/cross_replica.h"
 #include "runtime/graph/ops/conv.h"
 #include "runtime/graph/ops/dropout.h"
 #include "runtime/graph/ops/elementwise.h"
@@ -31,6 +33,7 @@
 #include "runtime/graph/ops/reduce.h"
 #include "runtime/graph/ops/shape_ops.h"
 #include "runtime/graph/ops/softmax.h"
+#include "runtime/graph/ops/state_update.h"
 
 // Files: data sets and checkpoints.
 #include "runtime/io/checkpoint.h"

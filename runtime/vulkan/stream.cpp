@@ -159,6 +159,7 @@ Stream& Stream::operator=(Stream&& other) noexcept {
     pool_ = std::move(other.pool_);
     commands_buffer_ = std::exchange(other.commands_buffer_, VK_NULL_HANDLE);
     segments_ = std::move(other.segments_);
+    segment_values_ = std::move(other.segment_values_);
     queries_ = std::move(other.queries_);
     timestamps_ = other.timestamps_;
     pending_ = std::move(other.pending_);
@@ -482,6 +483,7 @@ Ticket Stream::submit_segments(std::size_t first, std::size_t count,
     throw Error(fmt::format("submit_segments: segments [{}, {}) of a stream of {}", first,
                             first + count, segments_.size()));
   }
+  segment_values_.resize(segments_.size());
   last_ = device_->submit(queue_, std::span<const VkCommandBuffer>(segments_).subspan(first, count),
                           waits);
   for (std::size_t k = 0; k < count; ++k)

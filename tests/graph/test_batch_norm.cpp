@@ -58,8 +58,7 @@ Values ref_batch_norm(const Values& x, std::int64_t channels) {
 
 }  // namespace
 
-TEST_CASE("batch_norm in training: forward and gradient of NHWC and [N, C] inputs",
-          "[batch_norm]") {
+TEST_CASE("batch_norm in training: forward and gradient of NHWC and N x C inputs", "[batch_norm]") {
   for (const bool sync : {false, true}) {
     for (const vkt::Shape& shape : {vkt::Shape{2, 3, 5, 4}, vkt::Shape{7, 3}}) {
       INFO("sync " << sync << ", x " << shape.str());
