@@ -19,27 +19,32 @@ const uint CONV_MODE = uint(CONV_GEMM);
 layout(constant_id = 6) const bool A_VEC = false;
 layout(constant_id = 7) const bool B_VEC = false;
 
-// Per block row, its window (conv_geometry.glsl); in the forward GEMM with the
-// first component the element index of the window's corner in x instead
-// (outside x where the window starts in the padding).
+// Worked out before the k loop, per block row (ROW_SETUP), and once per k step
+// (K_SETUP), so that the loop adds only adds, compares and selects:
+//   forward:         row_window = x_corner of the row's output pixel,
+//                    k_tap = x_offsets of k0 .. k0 + 3;
+//   input gradient:  row_window = in_pixel_window (conv_geometry.glsl),
+//                    k_tap = (kh, kw, channel), kh = -1 past K;
+//   filter gradient: row_window = x_offsets of the row (a filter row),
+//                    k_tap = x_corner of output pixels k0 .. k0 + 3.
 ivec3 row_window[RM];
-// (kh, kw, channel) of k0 .. k0 + 3, kh = -1 past K; in the forward GEMM
-// (kh * dil_h, kw * dil_w, element offset from the window's corner), and a
-// row offset no window reaches past K.
 ivec3 k_tap[4];
 
 ivec3 conv_row(uint m);
 void conv_k_setup(uint k0);
 vec4 conv_a_row(ivec3 window);
-vec4 conv_a_col4(uint m, uint k);
+vec4 conv_a_col4(ivec3 corner, ivec3 r0, ivec3 r1, ivec3 r2, ivec3 r3);
+ivec3 x_offsets(uint r, uint limit);
 vec4 conv_b_col(uint n);
 uint c_at(uint m, uint n);
 
-#if CONV_GEMM == 2
-#define A_COL4(m, k) conv_a_col4(m, k)
-#else
 #define ROW_SETUP(x, r) row_window[r] = conv_row(m0 + (r));
 #define K_SETUP(k0) conv_k_setup(k0)
+#if CONV_GEMM == 2
+#define COL_ROW(i, j) row_window[4 * ((i) % (RM / 4)) + (j)]
+#define A_COL4(i, m, k) \
+  conv_a_col4(k_tap[(i) / (RM / 4)], COL_ROW(i, 0), COL_ROW(i, 1), COL_ROW(i, 2), COL_ROW(i, 3))
+#else
 #define A_ROW(i, m, k0) conv_a_row(row_window[i])
 #endif
 #if CONV_GEMM == 1
@@ -59,26 +64,43 @@ float component(vec4 t, uint s) { return s == 0u ? t.x : s == 1u ? t.y : s == 2u
 float a_scalar(int e) { return e < 0 ? 0.0 : component(a_texel(e), uint(e) & 3u); }
 float b_scalar(uint e) { return component(texelFetch(B, int(min(e >> 2, b_last))), e & 3u); }
 
-// The forward GEMM moves what it can out of the k loop: a row's corner once,
-// a step's offsets once for all rows, leaving an add and an unsigned compare
-// per dimension per element (the int arithmetic may wrap for a corner in the
-// padding; an element inside x comes out exact).
-ivec3 conv_row(uint m) {
-  if (CONV_MODE != 0u) return in_pixel_window(m);
-  ivec3 w = out_pixel_window(m);
+// x's elements as a window corner plus a tap's offsets, so that an element
+// costs an add and an unsigned compare per dimension. The corner of output
+// pixel p: (its element index in x, top row, left column); past the output
+// (conv_tap) a top row no tap reaches. The int arithmetic may wrap for a corner in the
+// padding; an element inside x comes out exact.
+ivec3 x_corner(uint p) {
+  ivec3 w = out_pixel_window(p);
   return ivec3((w.x + w.y * int(in_w) + w.z) * int(in_c), w.y, w.z);
 }
-ivec3 conv_tap(uint k) {
-  if (k >= K) return CONV_MODE == 0u ? ivec3(-(1 << 30), 0, 0) : ivec3(-1);
-  ivec3 t = split_tap(k, CONV_MODE == 0u ? group_c : group_o);
-  if (CONV_MODE != 0u) return t;
+// The offsets of filter row r (kh, kw, channel): (kh * dil_h, kw * dil_w,
+// element offset from the corner); from `limit` on a row offset no corner reaches.
+ivec3 x_offsets(uint r, uint limit) {
+  if (r >= limit) return ivec3(-(1 << 30), 0, 0);
+  ivec3 t = split_tap(r, group_c);
   int dh = t.x * dil_h, dw = t.y * dil_w;
   return ivec3(dh, dw, (dh * int(in_w) + dw) * int(in_c) + int(gl_WorkGroupID.z * group_c) + t.z);
+}
+int x_at(ivec3 corner, ivec3 off) {
+  bool inside = uint(corner.y + off.x) < in_h && uint(corner.z + off.y) < in_w;
+  return inside ? corner.x + off.z : -1;
+}
+
+ivec3 conv_row(uint m) {
+  if (CONV_MODE == 0u) return x_corner(m);
+  if (CONV_MODE == 1u) return in_pixel_window(m);
+  return x_offsets(m, M);
+}
+ivec3 conv_tap(uint k) {
+  if (CONV_MODE == 0u) return x_offsets(k, K);
+  if (CONV_MODE == 1u) return k < K ? split_tap(k, group_o) : ivec3(-1);
+  return k < K ? x_corner(k) : ivec3(0, -(1 << 30), 0);
 }
 
 void conv_k_setup(uint k0) {
   k_tap[0] = conv_tap(k0);
-  if (A_VEC && (CONV_MODE != 1u || B_VEC)) return;  // only whole texels are read
+  // Only whole texels are read (the filter gradient's 4 steps are 4 pixels).
+  if (A_VEC && CONV_MODE != 2u && (CONV_MODE != 1u || B_VEC)) return;
   k_tap[1] = conv_tap(k0 + 1u);
   k_tap[2] = conv_tap(k0 + 2u);
   k_tap[3] = conv_tap(k0 + 3u);
@@ -86,11 +108,7 @@ void conv_k_setup(uint k0) {
 
 // op(A)[m, k] for the block row whose window is `window` and k's tap t.
 int a_row_element(ivec3 window, ivec3 t) {
-  if (CONV_MODE == 0u) {
-    bool inside = uint(window.y + t.x) < in_h && uint(window.z + t.y) < in_w;
-    return inside ? window.x + t.z : -1;
-  }
-  return dy_element(dy_tap(window, t), t);
+  return CONV_MODE == 0u ? x_at(window, t) : dy_element(dy_tap(window, t), t);
 }
 vec4 conv_a_row(ivec3 window) {
   if (A_VEC) {
@@ -101,20 +119,15 @@ vec4 conv_a_row(ivec3 window) {
               a_scalar(a_row_element(window, k_tap[2])), a_scalar(a_row_element(window, k_tap[3])));
 }
 
-// Filter gradient: op(A)[m .. m + 3, k] = the filter rows m .. m + 3 (taps and
-// channels) of output pixel k's window.
-ivec3 filter_row(uint m) { return m < M ? split_tap(m, group_c) : ivec3(-1); }
-vec4 conv_a_col4(uint m, uint k) {
-  if (k >= K) return vec4(0.0);
-  ivec3 window = out_pixel_window(k);
+// Filter gradient: op(A)[m .. m + 3, k] = the filter rows m .. m + 3 (offsets
+// r0 .. r3) of output pixel k's window (corner).
+vec4 conv_a_col4(ivec3 corner, ivec3 r0, ivec3 r1, ivec3 r2, ivec3 r3) {
   if (A_VEC) {
-    ivec3 t = filter_row(m);
-    int e = x_element(x_tap(window, t), t);
+    int e = x_at(corner, r0);
     return e < 0 ? vec4(0.0) : a_texel(e);
   }
-  ivec3 t0 = filter_row(m), t1 = filter_row(m + 1u), t2 = filter_row(m + 2u), t3 = filter_row(m + 3u);
-  return vec4(a_scalar(x_element(x_tap(window, t0), t0)), a_scalar(x_element(x_tap(window, t1), t1)),
-              a_scalar(x_element(x_tap(window, t2), t2)), a_scalar(x_element(x_tap(window, t3), t3)));
+  return vec4(a_scalar(x_at(corner, r0)), a_scalar(x_at(corner, r1)), a_scalar(x_at(corner, r2)),
+              a_scalar(x_at(corner, r3)));
 }
 
 // Input gradient: op(B)[k0 .. k0 + 3, n] = filter[kh, kw, n, group's o .. o + 3].

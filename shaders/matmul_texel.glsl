@@ -20,7 +20,7 @@
 // GEMMs of conv_texel.glsl) by defining, before including this file:
 //   MATMUL_EXTRA_PARAMS   more push-constant members, after b_last
 //   A_ROW(i, m, k0)       op(A)[m, k0 .. k0 + 3], 0 past K (i: the block row)
-//   A_COL4(m, k)          op(A)[m .. m + 3, k], 0 past K (TRANS_A)
+//   A_COL4(i, m, k)       op(A)[m .. m + 3, k], 0 past K (TRANS_A; i: the block texel)
 //   B_ROW(k, n)           op(B)[k, n .. n + 3] (rows past K are masked here)
 //   B_COL(n, k0)          op(B)[k0 .. k0 + 3, n], 0 past K (TRANS_B)
 //   C_INDEX(m, n)         where C[m, n] goes; C[m, n + 1] follows it
@@ -82,7 +82,7 @@ vec4 mask_if(vec4 v, bool keep) { return keep ? v : vec4(0.0); }
 #define A_ROW(i, m, k0) mask_k(load_a((m) * K + (k0)), k0)
 #endif
 #ifndef A_COL4
-#define A_COL4(m, k) mask_if(load_a((k) * M + (m)), (k) < K)
+#define A_COL4(i, m, k) mask_if(load_a((k) * M + (m)), (k) < K)
 #endif
 #ifndef B_ROW
 #define B_ROW(k, n) load_b((k) * N + (n))
@@ -124,7 +124,7 @@ vec4 ar[RM];         // ar[r] = op(A)[m0 + r, k0 .. k0 + 3]
     v[i] = A_ROW(i, m0 + (i), k0);                                                  \
   } else {                                                                          \
     uint k = k0 + (i) / (RM / 4);                                                   \
-    v[i] = A_COL4(m0 + 4u * ((i) % (RM / 4)), k);                                   \
+    v[i] = A_COL4(i, m0 + 4u * ((i) % (RM / 4)), k);                                \
   }
 #define ROW_OF_V(x, r) ar[r] = v[r];
 #define ROW_OF_VT(x, r)                                                                   \
