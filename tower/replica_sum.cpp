@@ -3,11 +3,13 @@
 
 #include <fmt/format.h>
 
+#include "../runtime/mpi/process_group.h"
 #include "../runtime/vulkan/error.h"
 
 namespace vkt {
 
-ReplicaSum::ReplicaSum(int replicas) : values_(static_cast<std::size_t>(replicas)) {}
+ReplicaSum::ReplicaSum(int replicas, ProcessGroup* processes)
+    : processes_(processes), values_(static_cast<std::size_t>(replicas)) {}
 
 void ReplicaSum::exchange(int replica, std::span<const float> local, std::span<float> sum) {
   std::unique_lock lock(mutex_);
@@ -28,6 +30,16 @@ void ReplicaSum::exchange(int replica, std::span<const float> local, std::span<f
                         r, values_[r].size(), local.size()));
       }
       for (std::size_t e = 0; e < local.size(); ++e) sum_[e] += values_[r][e];
+    }
+    if (processes_ != nullptr) {
+      try {
+        processes_->allreduce_sum(std::span<double>(sum_),
+                                  "a sum across towers inside the step (synchronized batch norm)");
+      } catch (...) {
+        aborted_ = true;
+        arrived_.notify_all();
+        throw;
+      }
     }
     waiting_ = 0;
     ++generation_;

@@ -291,7 +291,7 @@ void TowerRun::build_training(const Instance& root, const std::vector<std::uint3
     }
   }
   plan_buckets();
-  replica_sum_ = std::make_unique<ReplicaSum>(n);
+  replica_sum_ = std::make_unique<ReplicaSum>(n, distribution_.processes);
   for (int i = 0; i < n; ++i) {
     Tower& t = towers_[static_cast<std::size_t>(i)];
     std::vector<Tensor> fetches{t.scaled_loss};
@@ -307,12 +307,6 @@ void TowerRun::build_training(const Instance& root, const std::vector<std::uint3
                                                           std::span<float> sum) {
               sums->exchange(i, local, sum);
             }});
-    if (t.executor->replica_sums() > 0 && processes() > 1) {
-      throw Error(
-          "the model sums across towers inside the step (synchronized batch norm), which "
-          "runs within one process only; use BatchNorm{.sync = false} across processes, or "
-          "one process with several towers");
-    }
   }
   if (mirrored) {
     build_mirrored(root, devices, updates);

@@ -15,9 +15,12 @@
 #include <vktower/optimizers/adam.h>
 #include <vktower/optimizers/sgd.h>
 #include <vktower/optimizers/tower_optimizer.h>
+#include <vktower/runtime/graph/ops/batch_norm.h>
+#include <vktower/runtime/graph/ops/elementwise.h>
 #include <vktower/runtime/graph/ops/embedding.h>
 #include <vktower/runtime/graph/ops/layers.h>
 #include <vktower/runtime/graph/ops/losses.h>
+#include <vktower/runtime/graph/ops/matmul.h>
 #include <vktower/runtime/graph/ops/shape_ops.h>
 #include <vktower/runtime/graph/ops/softmax.h>
 #include <vktower/runtime/io/dataset.h>
@@ -214,6 +217,37 @@ TEST_CASE("2 processes x 1 tower train the MLP as 1 process x 2 towers", "[mpi]"
     CHECK(norm_relative(many[v], one[v]) <= 1e-6);
   }
   CHECK(same_on_every_rank(many));
+}
+
+/// The MLP with a synchronized batch norm on its hidden layer (no bias
+/// before it: batch norm takes the mean out).
+vkt::EstimatorSpec bn_mlp(vkt::ModelContext& ctx, const vkt::TensorDict& f,
+                          const vkt::TensorDict& l, vkt::Mode mode, const vkt::Params&) {
+  const Tensor w =
+      ctx.graph().variable("hidden/kernel", {kIn, 16}, vkt::Initializer::glorot_uniform());
+  const Tensor h =
+      vkt::relu(vkt::layers::batch_norm(vkt::matmul(f.at("x"), w), mode == vkt::Mode::Train,
+                                        {.momentum = 0.8f, .sync = true, .name = "bn"}));
+  const Tensor logits = vkt::layers::dense(h, kClasses, vkt::layers::Activation::None, "out");
+  const Tensor loss = vkt::sparse_softmax_cross_entropy(l.at("y"), logits);
+  vkt::TowerOptimizer adam([] { return std::make_unique<vkt::Adam>(0.01); });
+  return vkt::EstimatorSpec{.mode = mode, .loss = loss, .train_op = adam.minimize(loss)};
+}
+
+TEST_CASE("synchronized batch norm: 2 processes x 1 and x 2 towers train as 1 process x 2 and x 4",
+          "[mpi]") {
+  const std::vector<std::string> names{"hidden/kernel",  "bn/gamma",           "bn/beta",
+                                       "bn/moving_mean", "bn/moving_variance", "out/kernel"};
+  for (const int towers : {1, 2}) {
+    INFO(towers << " tower(s) per process");
+    const Values many = train({.towers = towers, .processes = &world()}, bn_mlp, data(), names);
+    const Values one = train({.towers = 2 * towers}, bn_mlp, data(), names);
+    for (std::size_t v = 0; v < one.size(); ++v) {
+      INFO("value " << v);
+      CHECK(norm_relative(many[v], one[v]) <= 1e-5);
+    }
+    CHECK(same_on_every_rank(many));
+  }
 }
 
 TEST_CASE("4 micro-batches of 16 on 2 processes equal one batch of 64 on 1", "[mpi]") {
