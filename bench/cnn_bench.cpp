@@ -1,0 +1,255 @@
+// vkt-bench-cnn: the CNN of vkt-mnist (samples/vkt_mnist/mnist_model.h, Adam,
+// batch 64 of 28x28 images) trained on 1, 2 and 4 towers: examples/s; the
+// same model trained by PyTorch on the same cores in the same run when
+// python3 can import torch (bench/pytorch_cnn.py), with the ratio; and the
+// convolutions' share of the step and their GFLOP/s against a plain
+// vkt::matmul of the same GEMM shape (cnn_kernels.h), all in one run.
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <vktower/tower/replicate.h>
+#include <vktower/tower/tower_run.h>
+#include <vktower/vktower.h>
+#include "../samples/vkt_mnist/mnist_model.h"
+#include "cnn_kernels.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Flags {
+  std::int64_t batch = 64;
+  int steps = 10;
+  int reps = 9;
+  std::vector<int> towers{1, 2, 4};
+  int torch_steps = 20;
+  bool skip_torch = false;
+  bool skip_kernels = false;
+  mnist::CnnOptions model{};
+};
+
+std::string describe(const mnist::CnnOptions& o) {
+  return fmt::format("conv {}x{}x{} stride {}{} - conv {}x{}x{} - pool - dense {} - dense {}",
+                     o.conv1_kernel, o.conv1_kernel, o.conv1_filters, o.conv1_stride,
+                     o.first_pool ? " - pool" : "", o.conv2_kernel, o.conv2_kernel, o.conv2_filters,
+                     o.dense_units, o.classes);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+/// Examples/s of the CNN's training step on `n` towers of device 0 and the
+/// median step's milliseconds, on one random batch (after a warm-up step).
+std::pair<double, double> train_rate(vkt::Instance& instance, int n, const Flags& flags,
+                                     const mnist::CnnOptions& options) {
+  const auto model = [options](vkt::ModelContext&, const vkt::TensorDict& f,
+                               const vkt::TensorDict& l, vkt::Mode mode, const vkt::Params&) {
+    const vkt::Tensor logits = mnist::cnn_logits(f.at("x"), options, mode == vkt::Mode::Train);
+    const vkt::Tensor loss = vkt::sparse_softmax_cross_entropy(l.at("y"), logits);
+    vkt::TowerOptimizer adam(std::make_unique<vkt::Adam>(1e-3f));
+    return vkt::EstimatorSpec{.mode = mode, .loss = loss, .train_op = adam.minimize(loss)};
+  };
+  const std::int64_t b = flags.batch;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
+  std::vector<float> x(static_cast<std::size_t>(b * 28 * 28));
+  for (float& v : x) v = pixel(rng);
+  std::vector<std::int32_t> y(static_cast<std::size_t>(b));
+  for (auto& v : y) v = static_cast<std::int32_t>(rng() % 10);
+  const vkt::HostBatch features = {{"x", vkt::HostTensor::floats({b, 28, 28, 1}, x)}};
+  const vkt::HostBatch labels = {{"y", vkt::HostTensor::ints({b}, y)}};
+  const auto replicated = vkt::replicate_model_fn(
+      model, {.loss_reduction = vkt::LossReduction::Mean,
+              .devices = std::vector<std::uint32_t>(static_cast<std::size_t>(n), 0)});
+  vkt::ModelContext root(instance, {{"x", {{b, 28, 28, 1}}}}, {{"y", {{b}, vkt::DType::I32}}});
+  const vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
+  spec.run->train_step(features, labels);  // warm-up
+  std::vector<double> step_ms, tower_ms, apply_ms;
+  for (int s = 0; s < flags.steps; ++s) {
+    spec.run->train_step(features, labels);
+    const vkt::TowerRun::StepTimes& t = spec.run->last_step_times();
+    step_ms.push_back(t.step);
+    tower_ms.push_back(t.slowest_tower);
+    apply_ms.push_back(t.apply);
+  }
+  const double ms = median(step_ms);
+  fmt::print("  {} tower{}: slowest tower's forward+backward {:.1f} ms, Adam {:.1f} ms\n", n,
+             n == 1 ? "" : "s", median(tower_ms), median(apply_ms));
+  return {static_cast<double>(b) / (ms / 1e3), ms};
+}
+
+/// The first interpreter that imports torch: $VKT_PYTHON, python3 on the
+/// PATH, /usr/bin/python3 (Debian's python3-torch is for the system Python;
+/// a pyenv python3 earlier on the PATH does not see it).
+std::optional<std::string> torch_python() {
+  std::vector<std::string> candidates{"python3", "/usr/bin/python3"};
+  if (const char* env = std::getenv("VKT_PYTHON"); env != nullptr && *env != '\0') {
+    candidates.insert(candidates.begin(), env);
+  }
+  for (const std::string& python : candidates) {
+    const std::string probe = fmt::format("'{}' -c 'import torch' >/dev/null 2>&1", python);
+    if (std::system(probe.c_str()) == 0) return python;
+  }
+  return std::nullopt;
+}
+
+/// bench/pytorch_cnn.py's key=value lines, or nothing when it failed.
+std::optional<std::map<std::string, std::string>> run_pytorch(const std::string& python,
+                                                              const Flags& flags) {
+  const mnist::CnnOptions& m = flags.model;
+  const std::string command = fmt::format(
+      "OMP_WAIT_POLICY=PASSIVE '{}' '{}/pytorch_cnn.py' --batch {} --steps {} --threads 2 "
+      "--filters {},{} --kernels {},{} --dense {} --stride {} {} 2>&1",
+      python, VKT_BENCH_DIR, flags.batch, flags.torch_steps, m.conv1_filters, m.conv2_filters,
+      m.conv1_kernel, m.conv2_kernel, m.dense_units, m.conv1_stride,
+      m.first_pool ? "--first-pool" : "");
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return std::nullopt;
+  std::map<std::string, std::string> values;
+  std::array<char, 512> line{};
+  while (fgets(line.data(), static_cast<int>(line.size()), pipe) != nullptr) {
+    std::string text(line.data());
+    if (!text.empty() && text.back() == '\n') text.pop_back();
+    const std::size_t eq = text.find('=');
+    if (eq == std::string::npos) {
+      fmt::print("  pytorch: {}\n", text);
+    } else {
+      values[text.substr(0, eq)] = text.substr(eq + 1);
+    }
+  }
+  if (pclose(pipe) != 0 || !values.contains("pytorch_examples_per_s")) return std::nullopt;
+  return values;
+}
+
+void report_kernels(vkt::Instance& instance, const Flags& flags, const mnist::CnnOptions& options,
+                    double step_ms) {
+  vkt::Device device(instance, 0);
+  const std::vector<cnn_bench::ConvGemmCase> cases = cnn_bench::step_gemms(flags.batch, options);
+  fmt::print("conv GEMMs of one 1-tower step (batch {}), device time, median of {}:\n", flags.batch,
+             flags.reps);
+  double conv_flops = 0, conv_ms_sum = 0, matmul_ms_sum = 0;
+  for (const cnn_bench::ConvGemmCase& c : cases) {
+    const cnn_bench::KernelTimes t = cnn_bench::time_case(device, c, flags.reps);
+    fmt::print(
+        "  {:<22} [{} x {}] x [{} x {}]: conv {:7.2f} ms {:6.1f} GFLOP/s, matmul {:7.2f} ms "
+        "{:6.1f} GFLOP/s, conv/matmul {:.2f}\n",
+        c.name, c.m, c.k, c.k, c.n, t.conv_ms, c.flops() / t.conv_ms / 1e6, t.matmul_ms,
+        c.flops() / t.matmul_ms / 1e6, t.matmul_ms / t.conv_ms);
+    conv_flops += c.flops();
+    conv_ms_sum += t.conv_ms;
+    matmul_ms_sum += t.matmul_ms;
+  }
+  const double together = cnn_bench::all_convs_ms(device, cases, flags.reps);
+  fmt::print(
+      "  all conv GEMMs in one graph: {:.2f} ms ({:.1f} GFLOP/s; one by one {:.2f} ms, their "
+      "matmuls {:.2f} ms = {:.1f} GFLOP/s)\n",
+      together, conv_flops / together / 1e6, conv_ms_sum, matmul_ms_sum,
+      conv_flops / matmul_ms_sum / 1e6);
+  fmt::print("conv_share_of_step={:.3f}\n", together / step_ms);
+  fmt::print("conv_vs_matmul_gflops_ratio={:.2f}\n", matmul_ms_sum / conv_ms_sum);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "vkt-bench-cnn: the vkt-mnist CNN's training throughput on 1, 2 and 4 towers, "
+      "against PyTorch on the same cores, and its convolutions against matmul"};
+  Flags flags;
+  app.add_option("--batch", flags.batch, "global batch")
+      ->capture_default_str()
+      ->check(CLI::Range(4, 4096));
+  app.add_option("--steps", flags.steps, "timed steps per tower count (after one warm-up)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--reps", flags.reps, "device-timed runs per kernel graph")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--towers", flags.towers, "tower counts, e.g. 1,2,4")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  app.add_option("--torch-steps", flags.torch_steps, "PyTorch's timed steps")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  std::vector<std::int64_t> filters{flags.model.conv1_filters, flags.model.conv2_filters};
+  app.add_option("--filters", filters, "the two convolutions' filters (vkt-mnist's --filters)")
+      ->delimiter(',')
+      ->expected(2)
+      ->capture_default_str();
+  std::vector<std::int64_t> kernels{flags.model.conv1_kernel, flags.model.conv2_kernel};
+  app.add_option("--kernels", kernels, "the two convolutions' filter sizes (odd)")
+      ->delimiter(',')
+      ->expected(2)
+      ->capture_default_str();
+  app.add_option("--stride", flags.model.conv1_stride, "the first convolution's stride")
+      ->capture_default_str();
+  app.add_flag("--first-pool,!--no-first-pool", flags.model.first_pool,
+               "a max pool after the first convolution");
+  app.add_option("--dense", flags.model.dense_units, "hidden dense units")->capture_default_str();
+  app.add_flag("--no-torch", flags.skip_torch, "skip the PyTorch reference");
+  app.add_flag("--no-kernels", flags.skip_kernels, "skip the conv vs matmul kernel figures");
+  CLI11_PARSE(app, argc, argv);
+  flags.model.conv1_filters = filters[0];
+  flags.model.conv2_filters = filters[1];
+  flags.model.conv1_kernel = kernels[0];
+  flags.model.conv2_kernel = kernels[1];
+
+  try {
+    vkt::Instance instance;
+    const mnist::CnnOptions& options = flags.model;
+    const char* threads = std::getenv("LP_NUM_THREADS");
+    const char* core = std::getenv("OPENBLAS_CORETYPE");
+    fmt::print(
+        "device 0: {}, LP_NUM_THREADS={}, OPENBLAS_CORETYPE={}; CNN {} ({:.1f} MFLOP forward per "
+        "example), Adam, batch {}\n",
+        instance.device(0).name, threads ? threads : "unset", core ? core : "unset",
+        describe(options), mnist::forward_flops(options) / 1e6, flags.batch);
+    double best = 0, one_tower_ms = 0;
+    for (const int n : flags.towers) {
+      if (flags.batch % n != 0) {
+        fmt::print("{} towers: skipped, the batch does not divide by {}\n", n, n);
+        continue;
+      }
+      const auto [rate, ms] = train_rate(instance, n, flags, options);
+      fmt::print("{} tower{}: {:8.1f} examples/s, step {:.1f} ms (median of {})\n", n,
+                 n == 1 ? " " : "s", rate, ms, flags.steps);
+      if (n == 1) one_tower_ms = ms;
+      best = std::max(best, rate);
+    }
+    if (!flags.skip_torch) {
+      const std::optional<std::string> python = torch_python();
+      if (!python) {
+        fmt::print(
+            "pytorch: skipped, no python3 here imports torch (apt-get install "
+            "python3-torch, or set VKT_PYTHON)\n");
+      } else if (const auto torch = run_pytorch(*python, flags)) {
+        for (const auto& [key, value] : *torch) fmt::print("  {}={}\n", key, value);
+        const double theirs = std::stod(torch->at("pytorch_examples_per_s"));
+        fmt::print("pytorch ({}): {:.1f} examples/s; vktower's best above: {:.1f}\n", *python,
+                   theirs, best);
+        fmt::print("cnn_vs_pytorch_ratio={:.3f}\n", best / theirs);
+      } else {
+        fmt::print("pytorch: {}/pytorch_cnn.py failed (its output is above)\n", VKT_BENCH_DIR);
+      }
+    }
+    if (!flags.skip_kernels && one_tower_ms > 0) {
+      report_kernels(instance, flags, options, one_tower_ms);
+    }
+    return 0;
+  } catch (const vkt::Error& e) {
+    fmt::print(stderr, "vkt-bench-cnn: {}\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""vkt-bench-cnn's reference: the CNN of vkt-mnist (samples/vkt_mnist/mnist_model.h)
+trained by PyTorch on the CPU, on random batches, timed over `--steps` steps after
+a warm-up. vkt-bench-cnn runs it with OMP_WAIT_POLICY=PASSIVE (so that PyTorch's
+OpenMP pool and OpenBLAS's threads do not spin against each other on 2 cores)
+and reads the `key=value` lines it prints."""
+
+import argparse
+import ctypes
+import os
+import time
+
+
+def openblas_core():
+    """The OpenBLAS kernel set that this process loaded (torch's BLAS), or why not."""
+    with open("/proc/self/maps", encoding="utf-8") as maps:
+        paths = {line.split()[-1] for line in maps if "openblas" in line.lower()}
+    for path in sorted(paths):
+        try:
+            lib = ctypes.CDLL(path)
+            lib.openblas_get_corename.restype = ctypes.c_char_p
+            return lib.openblas_get_corename().decode()
+        except (OSError, AttributeError):
+            continue
+    return "none loaded (torch uses another BLAS)"
+
+
+def model(torch, args, classes):
+    nn = torch.nn
+    # "Same" padding for odd kernels: the output sizes of vkt-mnist's Padding::Same
+    # (at stride 2 TensorFlow pads one row less on top: the same work).
+    side = (28 + args.stride - 1) // args.stride
+    layers = [nn.Conv2d(1, args.conv1, args.kernel1, stride=args.stride,
+                        padding=(args.kernel1 - 1) // 2), nn.ReLU()]
+    if args.first_pool:
+        layers.append(nn.MaxPool2d(2))
+        side //= 2
+    layers += [nn.Conv2d(args.conv1, args.conv2, args.kernel2, padding=(args.kernel2 - 1) // 2),
+               nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+               nn.Linear(side // 2 * side // 2 * args.conv2, args.dense), nn.ReLU(),
+               nn.Linear(args.dense, classes)]
+    return nn.Sequential(*layers)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--filters", default="16,32", help="the two convolutions' filters")
+    parser.add_argument("--kernels", default="5,3", help="their filter sizes (odd)")
+    parser.add_argument("--stride", type=int, default=2, help="the first convolution's stride")
+    parser.add_argument("--first-pool", action="store_true", help="a max pool after the first")
+    parser.add_argument("--dense", type=int, default=128)
+    args = parser.parse_args()
+    args.conv1, args.conv2 = (int(v) for v in args.filters.split(","))
+    args.kernel1, args.kernel2 = (int(v) for v in args.kernels.split(","))
+
+    import torch  # after argparse: --help works without torch
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(1)
+    net = model(torch, args, 10)
+    adam = torch.optim.Adam(net.parameters(), lr=1e-3)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    x = torch.rand(args.batch, 1, 28, 28)
+    y = torch.randint(0, 10, (args.batch,))
+
+    def step():
+        adam.zero_grad()
+        loss = loss_fn(net(x), y)
+        loss.backward()
+        adam.step()
+        return loss
+
+    for _ in range(args.warmup):
+        step()
+    start = time.perf_counter()
+    for _ in range(args.steps):
+        step()
+    seconds = time.perf_counter() - start
+    print(f"torch_version={torch.__version__}")
+    print(f"torch_threads={torch.get_num_threads()}")
+    print(f"omp_wait_policy={os.environ.get('OMP_WAIT_POLICY', 'unset')}")
+    print(f"openblas_coretype_env={os.environ.get('OPENBLAS_CORETYPE', 'unset')}")
+    print(f"openblas_core={openblas_core()}")
+    print(f"mkldnn={torch.backends.mkldnn.is_available()}")
+    print(f"pytorch_examples_per_s={args.batch * args.steps / seconds:.1f}")
+
+
+if __name__ == "__main__":
+    main()
