@@ -75,17 +75,12 @@ std::pair<double, double> train_rate(vkt::Instance& instance, int n, const Flags
   vkt::ModelContext root(instance, {{"x", {{b, 28, 28, 1}}}}, {{"y", {{b}, vkt::DType::I32}}});
   const vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
   spec.run->train_step(features, labels);  // warm-up
-  std::vector<double> step_ms, tower_ms, apply_ms;
+  std::vector<double> step_ms;
   for (int s = 0; s < flags.steps; ++s) {
     spec.run->train_step(features, labels);
-    const vkt::TowerRun::StepTimes& t = spec.run->last_step_times();
-    step_ms.push_back(t.step);
-    tower_ms.push_back(t.slowest_tower);
-    apply_ms.push_back(t.apply);
+    step_ms.push_back(spec.run->last_step_times().step);
   }
   const double ms = median(step_ms);
-  fmt::print("  {} tower{}: slowest tower's forward+backward {:.1f} ms, Adam {:.1f} ms\n", n,
-             n == 1 ? "" : "s", median(tower_ms), median(apply_ms));
   return {static_cast<double>(b) / (ms / 1e3), ms};
 }
 
