@@ -1,5 +1,6 @@
 // matmul (shaders/matmul_tiled.comp; shaders/matmul_texel_r*c*.comp, which
-// share shaders/matmul_texel.glsl) and bias_add (shaders/matmul_bias.comp).
+// share shaders/matmul_texel.glsl) and bias_add (shaders/matmul_bias.comp);
+// rank-3 operands go to batch_matmul.cpp.
 #include "matmul.h"
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 
 #include "../../vulkan/error.h"
 #include "../graph.h"
+#include "batch_matmul.h"
 #include "elementwise.h"
 #include "kernel_util.h"
 
@@ -27,9 +29,10 @@ struct TexelPush {
 // Invocations of a texel-kernel workgroup: lavapipe's SIMD width (8 x 32 bits).
 constexpr std::uint32_t kTexelLanes = 8;
 
-/// A texel view of `r`: the range rounded up to whole texels, or nothing when
-/// the device cannot bind it that way.
-std::optional<BufferRange> texel_view(const Device& device, const BufferRange& r) {
+}  // namespace
+
+// Shared with batch_matmul.cpp.
+std::optional<BufferRange> matmul_detail::texel_view(const Device& device, const BufferRange& r) {
   const std::size_t bytes = align_up(r.size(), 16);
   const VkPhysicalDeviceLimits& limits = device.limits();
   if (r.offset % std::max<VkDeviceSize>(limits.minTexelBufferOffsetAlignment, 16) != 0 ||
@@ -38,6 +41,10 @@ std::optional<BufferRange> texel_view(const Device& device, const BufferRange& r
   }
   return BufferRange(*r.buffer, r.offset, bytes);
 }
+
+namespace {
+
+using matmul_detail::texel_view;
 
 class MatmulOp final : public Op {
  public:
@@ -172,10 +179,13 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
                         transpose_a ? ", transpose_a" : "", transpose_b ? ", transpose_b" : "")
           : "matmul";
   check_operands("matmul", a, b, what);
+  if (a.shape().rank() == 3 || b.shape().rank() == 3) {
+    return matmul_detail::batch_matmul(a, b, transpose_a, transpose_b, what);
+  }
   if (a.shape().rank() != 2 || b.shape().rank() != 2) {
     throw Error(
-        fmt::format("{}: both operands must be matrices (rank 2), got {} x {}; reshape "
-                    "them first",
+        fmt::format("{}: both operands must be matrices (rank 2) or batches of matrices "
+                    "(rank 3), got {} x {}; reshape them first",
                     what, a.shape().str(), b.shape().str()));
   }
   const std::int64_t m = a.shape()[transpose_a ? 1 : 0], ka = a.shape()[transpose_a ? 0 : 1];

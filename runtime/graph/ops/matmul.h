@@ -11,9 +11,15 @@ class Device;
 /// with transpose_a) times b [K, N] (or [N, K] with transpose_b) gives [M, N].
 /// Both operands are rank-2 f32 tensors of one graph; a mismatch is a vkt::Error
 /// naming both tensors and both shapes, raised when the graph is built.
+/// Rank-3 operands are batches of matrices, multiplied matrix by matrix (the
+/// flags transpose each one): a [B, M, K] (or [B, K, M]) times b [B, K, N] (or
+/// [B, N, K]) gives [B, M, N]. The batch dimensions must be equal; a rank-2
+/// operand beside a rank-3 one is an error (reshape, or broadcast_to the batch).
 ///
 ///   vkt::Tensor logits = vkt::matmul(x, w);              // [32, 784] x [784, 10]
 ///   vkt::Tensor gram = vkt::matmul(x, x, true, false);   // x^T x: [784, 784]
+///   vkt::Tensor scores = vkt::matmul(q, k, false, true); // [8, 64, 32] x [8, 64, 32]^T: [8, 64,
+///   64]
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
 
 /// x + bias along the last dimension: x [..., D], bias [D]. The bias gradient

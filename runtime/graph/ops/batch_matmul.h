@@ -1,0 +1,28 @@
+#pragma once
+// Internal to matmul: the batched (rank-3) matmul of batch_matmul.cpp, which
+// matmul() forwards rank-3 operands to, and what it shares with matmul.cpp.
+
+#include <optional>
+#include <string>
+
+#include "../../vulkan/buffer.h"
+#include "../tensor.h"
+
+namespace vkt {
+class Device;
+}
+
+namespace vkt::matmul_detail {
+
+/// matmul() of rank-3 operands (a [B, M, K] or [B, K, M], b [B, K, N] or
+/// [B, N, K]); `a` and `b` already passed matmul's checks common to every rank,
+/// `what` names the call in messages. Throws vkt::Error for unequal batches,
+/// mismatched inner dimensions, or a rank-2 or rank-4 operand beside the rank-3 one.
+Tensor batch_matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
+                    const std::string& what);
+
+/// A texel view of `r`: the range rounded up to whole texels, or nothing when
+/// the device cannot bind it that way (matmul.cpp).
+std::optional<BufferRange> texel_view(const Device& device, const BufferRange& r);
+
+}  // namespace vkt::matmul_detail
