@@ -127,6 +127,24 @@ std::optional<std::map<std::string, std::string>> run_pytorch(const std::string&
   return values;
 }
 
+/// PyTorch's rate for the same model and the ratio, or why there is none.
+void report_pytorch(const Flags& flags, double best) {
+  const std::optional<std::string> python = torch_python();
+  if (!python) {
+    fmt::print(
+        "pytorch: skipped, no python3 here imports torch (apt-get install python3-torch, or set "
+        "VKT_PYTHON)\n");
+  } else if (const auto torch = run_pytorch(*python, flags)) {
+    for (const auto& [key, value] : *torch) fmt::print("  {}={}\n", key, value);
+    const double theirs = std::stod(torch->at("pytorch_examples_per_s"));
+    fmt::print("pytorch ({}): {:.1f} examples/s; vktower's best above: {:.1f}\n", *python, theirs,
+               best);
+    fmt::print("cnn_vs_pytorch_ratio={:.3f}\n", best / theirs);
+  } else {
+    fmt::print("pytorch: {}/pytorch_cnn.py failed (its output is above)\n", VKT_BENCH_DIR);
+  }
+}
+
 void report_kernels(vkt::Instance& instance, const Flags& flags, const mnist::CnnOptions& options,
                     double step_ms) {
   vkt::Device device(instance, 0);
@@ -223,22 +241,7 @@ int main(int argc, char** argv) {
       if (n == 1) one_tower_ms = ms;
       best = std::max(best, rate);
     }
-    if (!flags.skip_torch) {
-      const std::optional<std::string> python = torch_python();
-      if (!python) {
-        fmt::print(
-            "pytorch: skipped, no python3 here imports torch (apt-get install "
-            "python3-torch, or set VKT_PYTHON)\n");
-      } else if (const auto torch = run_pytorch(*python, flags)) {
-        for (const auto& [key, value] : *torch) fmt::print("  {}={}\n", key, value);
-        const double theirs = std::stod(torch->at("pytorch_examples_per_s"));
-        fmt::print("pytorch ({}): {:.1f} examples/s; vktower's best above: {:.1f}\n", *python,
-                   theirs, best);
-        fmt::print("cnn_vs_pytorch_ratio={:.3f}\n", best / theirs);
-      } else {
-        fmt::print("pytorch: {}/pytorch_cnn.py failed (its output is above)\n", VKT_BENCH_DIR);
-      }
-    }
+    if (!flags.skip_torch) report_pytorch(flags, best);
     if (!flags.skip_kernels && one_tower_ms > 0) {
       report_kernels(instance, flags, options, one_tower_ms);
     }
