@@ -35,7 +35,8 @@ class Conv2dOp final : public Op {
 
   std::vector<Gradient> gradient(std::span<const Tensor> in, const Tensor&,
                                  const Tensor& dy) const override {
-    return {Gradient{conv_detail::conv2d_backprop_input(dy, in[1], g_)},
+    const std::optional<Tensor> dx = conv_detail::conv2d_input_gradient_as_forward(dy, in[1], g_);
+    return {Gradient{dx ? *dx : conv_detail::conv2d_backprop_input(dy, in[1], g_)},
             Gradient{conv_detail::conv2d_backprop_filter(in[0], dy, g_)}};
   }
 

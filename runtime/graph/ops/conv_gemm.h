@@ -3,6 +3,7 @@
 // kernels that compute it and its two gradients (conv_gemm.cpp).
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "../op.h"
@@ -41,5 +42,11 @@ void record_conv_gemm(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g,
 /// [batch, out_h, out_w, out_c] and the filter; dfilter from x and dy.
 Tensor conv2d_backprop_input(const Tensor& dy, const Tensor& filter, const ConvGeometry& g);
 Tensor conv2d_backprop_filter(const Tensor& x, const Tensor& dy, const ConvGeometry& g);
+
+/// dx at stride 1 as conv2d(dy, the filter flipped and its channels swapped),
+/// on the faster forward kernel (conv_flip.cpp); nothing where the stride is
+/// not 1 or the padding passes the window (then conv2d_backprop_input).
+std::optional<Tensor> conv2d_input_gradient_as_forward(const Tensor& dy, const Tensor& filter,
+                                                       const ConvGeometry& g);
 
 }  // namespace vkt::conv_detail
