@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -126,9 +127,13 @@ inline vkt::Tensor add_conv_gemm(InputGraph& g, const ConvGemmCase& c, const std
     case ConvGemm::BackpropFilter:
       return vkt::conv_detail::conv2d_backprop_filter(g.input(tag + "x", x),
                                                       g.input(tag + "dy", dy), geo);
-    case ConvGemm::BackpropInput:
-      return vkt::conv_detail::conv2d_backprop_input(g.input(tag + "dy", dy), g.input(tag + "w", w),
-                                                     geo);
+    case ConvGemm::BackpropInput: {
+      // What conv2d's gradient records: at stride 1 a forward convolution.
+      const vkt::Tensor dy_in = g.input(tag + "dy", dy), w_in = g.input(tag + "w", w);
+      const std::optional<vkt::Tensor> forward =
+          vkt::conv_detail::conv2d_input_gradient_as_forward(dy_in, w_in, geo);
+      return forward ? *forward : vkt::conv_detail::conv2d_backprop_input(dy_in, w_in, geo);
+    }
   }
   return {};
 }
