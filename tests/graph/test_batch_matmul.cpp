@@ -14,6 +14,7 @@
 #include <vktower/runtime/graph/ops/matmul.h>
 
 #include "../test_support.h"
+#include "matmul_variant_scope.h"
 #include "op_check.h"
 
 using vkt::MatmulVariant;
@@ -22,27 +23,9 @@ using vkt::Tensor;
 using vkt::test::OpSpec;
 using vkt::test::Values;
 
+using vkt::test::VariantScope;
+
 namespace {
-
-/// Sets VKT_MATMUL_VARIANT for one scope and restores what was there.
-class VariantScope {
- public:
-  explicit VariantScope(const char* value) {
-    if (const char* old = std::getenv("VKT_MATMUL_VARIANT")) old_ = old;
-    ::setenv("VKT_MATMUL_VARIANT", value, 1);
-  }
-  ~VariantScope() {
-    if (old_)
-      ::setenv("VKT_MATMUL_VARIANT", old_->c_str(), 1);
-    else
-      ::unsetenv("VKT_MATMUL_VARIANT");
-  }
-  VariantScope(const VariantScope&) = delete;
-  VariantScope& operator=(const VariantScope&) = delete;
-
- private:
-  std::optional<std::string> old_;
-};
 
 struct Dims {
   std::int64_t batch, m, k, n;

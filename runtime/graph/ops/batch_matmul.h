@@ -7,6 +7,7 @@
 
 #include "../../vulkan/buffer.h"
 #include "../tensor.h"
+#include "texel_view.h"
 
 namespace vkt {
 class Device;
@@ -20,9 +21,5 @@ namespace vkt::matmul_detail {
 /// mismatched inner dimensions, or a rank-2 or rank-4 operand beside the rank-3 one.
 Tensor batch_matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
                     const std::string& what);
-
-/// A texel view of `r`: the range rounded up to whole texels, or nothing when
-/// the device cannot bind it that way (matmul.cpp).
-std::optional<BufferRange> texel_view(const Device& device, const BufferRange& r);
 
 }  // namespace vkt::matmul_detail

@@ -11,6 +11,7 @@
 #include "../graph.h"
 #include "kernel_util.h"
 #include "matmul.h"
+#include "texel_view.h"
 
 namespace vkt::conv_detail {
 namespace {
@@ -49,18 +50,6 @@ std::uint32_t u32(std::int64_t v) {
 }
 std::int32_t i32(std::int64_t v) {
   return static_cast<std::int32_t>(v);
-}
-
-// A texel view of `r` rounded up to whole texels, or nothing where the device
-// cannot bind it so (as matmul does; the Executor's alignment makes that rare).
-std::optional<BufferRange> texel_view(const Device& device, const BufferRange& r) {
-  const std::size_t bytes = align_up(r.size(), 16);
-  const VkPhysicalDeviceLimits& limits = device.limits();
-  if (r.offset % std::max<VkDeviceSize>(limits.minTexelBufferOffsetAlignment, 16) != 0 ||
-      r.offset + bytes > r.buffer->size() || bytes / 16 > limits.maxTexelBufferElements) {
-    return std::nullopt;
-  }
-  return BufferRange(*r.buffer, r.offset, bytes);
 }
 
 const char* gemm_tag(ConvGemm gemm) {
@@ -159,7 +148,8 @@ void record_conv_gemm(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g,
                       .pad_top = i32(g.pad_top),
                       .pad_left = i32(g.pad_left)};
   if (matmul_variant(ctx.device()) == MatmulVariant::Texel) {
-    const auto ta = texel_view(ctx.device(), a), tb = texel_view(ctx.device(), b);
+    const auto ta = matmul_detail::texel_view(ctx.device(), a);
+    const auto tb = matmul_detail::texel_view(ctx.device(), b);
     if (ta && tb) return record_texel(ctx, gemm, g, s, push, *ta, *tb, c);
   }
   record_tiled(ctx, gemm, g, s, push, a, b, c);
