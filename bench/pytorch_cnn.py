@@ -48,7 +48,7 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--filters", default="16,32", help="the two convolutions' filters")
+    parser.add_argument("--filters", default="32,32", help="the two convolutions' filters")
     parser.add_argument("--kernels", default="5,3", help="their filter sizes (odd)")
     parser.add_argument("--stride", type=int, default=2, help="the first convolution's stride")
     parser.add_argument("--first-pool", action="store_true", help="a max pool after the first")

@@ -12,10 +12,12 @@ namespace mnist {
 /// The network's widths, its first convolution's stride and its optional
 /// batch normalization.
 struct CnnOptions {
-  std::int64_t conv1_filters = 16;
+  std::int64_t conv1_filters = 32;
   std::int64_t conv2_filters = 32;
   // Square filters, "same" padding. The second convolution's cost on
   // lavapipe grows with its filter area, and 3x3 learned as well as 5x5 there.
+  // 32 first filters rather than 16: 0.9725-0.9735 instead of 0.969-0.9705
+  // (seeds 0-2) at the time, for ~15% more time.
   std::int64_t conv1_kernel = 5;
   std::int64_t conv2_kernel = 3;
   /// 2: the first convolution samples every other pixel (28x28 -> 14x14).

@@ -107,7 +107,7 @@ void add_mnist_flags(CLI::App& app, MnistFlags& flags) {
                  "the learning rate's factor per epoch (continuous exponential decay; 1: none)")
       ->capture_default_str()
       ->check(real_number(0.01, 1.0));
-  app.add_option("--filters", flags.filters, "the two convolutions' filters, e.g. 16,32")
+  app.add_option("--filters", flags.filters, "the two convolutions' filters, e.g. 32,32")
       ->delimiter(',')
       ->expected(2)
       ->capture_default_str()
@@ -208,7 +208,7 @@ int run(MnistFlags& flags, Clock::time_point started) {
 int main(int argc, char** argv) {
   const Clock::time_point started = Clock::now();
   CLI::App app{
-      "vkt-mnist: a CNN (conv 5x5x16 stride 2 - conv 3x3x32 - max pool - dense 128 - dense 10) "
+      "vkt-mnist: a CNN (conv 5x5x32 stride 2 - conv 3x3x32 - max pool - dense 128 - dense 10) "
       "trained with Adam on 8,000 MNIST digits and tested on 2,000 others, replicated on every "
       "chosen Vulkan device; resumes from --model-dir"};
   MnistFlags flags;
