@@ -1,6 +1,8 @@
 // Reductions (shaders/reduce.comp): to any shape whose dimensions are x's or 1.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "../../vulkan/error.h"
 #include "../graph.h"
 #include "elementwise.h"
@@ -18,6 +20,14 @@ struct ReducePush {
   std::array<std::uint32_t, 4> out_dims, x_strides, red_dims;
 };
 
+struct RowsPush {
+  std::uint32_t rows, n;
+};
+// reduce_rows.comp's workgroup, and the rows from which it beats one
+// invocation per output.
+constexpr std::uint32_t kRowLanes = 64;
+constexpr std::int64_t kMinRows = 256;
+
 /// Reduces x to `shape` (right-aligned, each dimension x's or 1).
 class ReduceOp final : public Op {
  public:
@@ -27,6 +37,7 @@ class ReduceOp final : public Op {
   }
 
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
+    if (record_rows(ctx, in[0], out)) return;
     const auto x_dims = ops_detail::dims4(in[0].shape());
     ReducePush push{};
     push.n = static_cast<std::uint32_t>(out.shape().elements());
@@ -40,6 +51,32 @@ class ReduceOp final : public Op {
     ops_detail::dispatch_1d(ctx,
                             ops_detail::kernel_1d(ctx, "reduce", static_cast<std::uint32_t>(kind_)),
                             {ctx.buffer(in[0]), ctx.buffer(out)}, push, out.shape().elements());
+  }
+
+  /// x as [R, n] reduced over its leading R rows to out [n], when the rows are
+  /// many and the outputs few: one workgroup per output (reduce_rows.comp).
+  bool record_rows(RecordContext& ctx, const Tensor& x, const Tensor& out) const {
+    const std::int64_t n = out.shape().elements(), rows = x.shape().elements() / n;
+    if (rows < kMinRows || n > rows) return false;
+    // The kept dimensions must be x's trailing ones: out's dims (right-aligned)
+    // are 1 up to some axis and x's from there on.
+    const auto x_dims = ops_detail::dims4(x.shape()), o_dims = ops_detail::dims4(out.shape());
+    int d = 0;
+    while (d < 4 && o_dims[d] == 1) ++d;
+    for (; d < 4; ++d) {
+      if (o_dims[d] != x_dims[d]) return false;
+    }
+    const Kernel& kernel = ctx.device().kernel(
+        {.shader = "reduce_rows",
+         .local_size = {kRowLanes, 1, 1},
+         .constants = {SpecConstant::u32(1, static_cast<std::uint32_t>(kind_))}});
+    // Past 65535 outputs the workgroups wrap into y (index.glsl's scheme).
+    const auto groups = static_cast<std::uint32_t>(n);
+    const std::uint32_t x_groups = std::min<std::uint32_t>(groups, 65535);
+    ctx.stream().dispatch(kernel, {ctx.buffer(x), ctx.buffer(out)},
+                          RowsPush{static_cast<std::uint32_t>(rows), groups},
+                          Groups{x_groups, (groups + x_groups - 1) / x_groups, 1});
+    return true;
   }
 
   std::vector<Gradient> gradient(std::span<const Tensor> in, const Tensor& out,
