@@ -13,8 +13,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <random>
 #include <optional>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>

@@ -79,48 +79,7 @@ Executor::Executor(Graph& graph, std::vector<Tensor> fetches, ExecutorOptions op
       throw Error("an Executor fetch belongs to another graph (or is empty)");
     }
   }
-  // The nodes the fetches need, in graph order (which is topological).
-  std::set<int> needed;
-  std::function<void(const Tensor&)> visit = [&](const Tensor& t) {
-    const int node = graph_->info(t).node;
-    if (node < 0 || needed.count(node)) return;
-    needed.insert(node);
-    for (const Tensor& in : graph_->nodes()[node].inputs) visit(in);
-  };
-  for (const Tensor& f : fetches_) visit(f);
-  // A training program also runs the state updates (moving averages) of what
-  // it computes: those that read any node it runs. One that computes none of
-  // their inputs (an optimizer's own program) leaves them to the one that does.
-  if (options_.training) {
-    const std::set<int> computed = needed;
-    for (const Tensor& update : graph_->state_updates()) {
-      std::set<int> seen;
-      bool reads_computed = false;
-      std::function<void(int)> ancestors = [&](int node) {
-        for (const Tensor& in : graph_->nodes()[node].inputs) {
-          const int producer = graph_->info(in).node;
-          if (producer < 0 || !seen.insert(producer).second) continue;
-          if (computed.count(producer)) reads_computed = true;
-          ancestors(producer);
-        }
-      };
-      ancestors(graph_->info(update).node);
-      if (reads_computed) visit(update);
-    }
-  }
-  // Updates go last, in the order they were made: every gradient of the step
-  // reads the variables (and the moving statistics) as the forward pass did.
-  const auto is_update = [&](int n) {
-    const Op& op = *graph_->nodes()[n].op;
-    return op.updates_variables() || op.updates_state();
-  };
-  std::vector<int> order;
-  for (int n : needed) {
-    if (!is_update(n)) order.push_back(n);
-  }
-  for (int n : needed) {
-    if (is_update(n)) order.push_back(n);
-  }
+  const std::vector<int> order = program_order(*graph_, fetches_, options_.training);
   updates_ = std::any_of(order.begin(), order.end(),
                          [&](int n) { return graph_->nodes()[n].op->updates_variables(); });
   plan(order);

@@ -42,6 +42,12 @@ struct ExecutorOptions {
       replica_sum{};
 };
 
+/// The nodes that computing `fetches` needs, in graph order, then the updates
+/// (optimizer steps; in a training program also the state updates of what it
+/// computes) in the order they were made: an Executor's program.
+std::vector<int> program_order(const Graph& graph, const std::vector<Tensor>& fetches,
+                               bool training);
+
 /// Runs the part of a Graph that `fetches` need. At construction it places every
 /// tensor (variables in the graph's variable arena, gradients in one gradient
 /// arena, inputs and the per-step parameters in a feed arena, constants in a

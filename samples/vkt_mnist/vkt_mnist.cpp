@@ -17,6 +17,7 @@
 #include <vktower/vktower.h>
 #include "../sample_cli.h"
 #include "../sample_data.h"
+#include "../sample_throughput.h"
 #include "mnist_data.h"
 #include "mnist_model.h"
 
@@ -68,21 +69,6 @@ vkt::EstimatorSpec mnist_model_fn(vkt::ModelContext& ctx, const vkt::TensorDict&
   }
   return spec;
 }
-
-/// Times the training steps themselves: begin() comes after the model is
-/// built (shader pipelines, first uploads), so examples/s is the steady rate.
-class Throughput : public vkt::TrainingHook {
- public:
-  void begin() override { start_ = Clock::now(); }
-  void after_step(std::uint64_t, float) override { ++steps_; }
-  void end() override { seconds_ = std::chrono::duration<double>(Clock::now() - start_).count(); }
-  double steps_per_s() const { return seconds_ > 0 ? static_cast<double>(steps_) / seconds_ : 0; }
-
- private:
-  Clock::time_point start_;
-  std::uint64_t steps_ = 0;
-  double seconds_ = 0;
-};
 
 struct MnistFlags {
   SampleFlags common{.steps = 625, .batch_size = 64};  // 5 epochs of the 8,000

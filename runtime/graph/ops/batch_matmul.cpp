@@ -48,15 +48,7 @@ class BatchMatmulOp final : public Op {
 
   std::vector<Gradient> gradient(std::span<const Tensor> in, const Tensor&,
                                  const Tensor& dy) const override {
-    const Tensor& a = in[0];
-    const Tensor& b = in[1];
-    // matmul's four formulas, matrix by matrix (the batched matmul applies
-    // them per batch): C = op(A) op(B) gives dA = dC op(B)^T, dB = op(A)^T dC,
-    // each laid out as the stored operand.
-    if (!ta_ && !tb_) return {Gradient{matmul(dy, b, false, true)}, {matmul(a, dy, true, false)}};
-    if (ta_ && !tb_) return {Gradient{matmul(b, dy, false, true)}, {matmul(a, dy, false, false)}};
-    if (!ta_ && tb_) return {Gradient{matmul(dy, b, false, false)}, {matmul(dy, a, true, false)}};
-    return {Gradient{matmul(b, dy, true, true)}, {matmul(dy, a, true, true)}};
+    return matmul_gradients(in[0], in[1], dy, ta_, tb_);
   }
 
  private:

@@ -4,8 +4,10 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "../../vulkan/buffer.h"
+#include "../op.h"
 #include "../tensor.h"
 #include "texel_view.h"
 
@@ -21,5 +23,10 @@ namespace vkt::matmul_detail {
 /// mismatched inner dimensions, or a rank-2 or rank-4 operand beside the rank-3 one.
 Tensor batch_matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
                     const std::string& what);
+
+/// The gradients of C = op(A) op(B) (rank 2 or 3, given dC): dA = dC op(B)^T,
+/// dB = op(A)^T dC, each laid out as the stored operand (matmul.cpp).
+std::vector<Gradient> matmul_gradients(const Tensor& a, const Tensor& b, const Tensor& dy,
+                                       bool transpose_a, bool transpose_b);
 
 }  // namespace vkt::matmul_detail

@@ -65,14 +65,7 @@ class MatmulOp final : public Op {
 
   std::vector<Gradient> gradient(std::span<const Tensor> in, const Tensor&,
                                  const Tensor& dy) const override {
-    const Tensor& a = in[0];
-    const Tensor& b = in[1];
-    // C = op(A) op(B): dA = dC op(B)^T, dB = op(A)^T dC, each laid out as the
-    // stored operand (transposed back where the operand was transposed).
-    if (!ta_ && !tb_) return {Gradient{matmul(dy, b, false, true)}, {matmul(a, dy, true, false)}};
-    if (ta_ && !tb_) return {Gradient{matmul(b, dy, false, true)}, {matmul(a, dy, false, false)}};
-    if (!ta_ && tb_) return {Gradient{matmul(dy, b, false, false)}, {matmul(dy, a, true, false)}};
-    return {Gradient{matmul(b, dy, true, true)}, {matmul(dy, a, true, true)}};
+    return matmul_detail::matmul_gradients(in[0], in[1], dy, ta_, tb_);
   }
 
  private:
@@ -157,6 +150,16 @@ void check_operands(const char* op, const Tensor& a, const Tensor& b, const std:
 }
 
 }  // namespace
+
+std::vector<Gradient> matmul_detail::matmul_gradients(const Tensor& a, const Tensor& b,
+                                                      const Tensor& dy, bool ta, bool tb) {
+  // Transposed back where the operand was transposed; with rank-3 operands
+  // these matmuls are batched too, so the formulas hold matrix by matrix.
+  if (!ta && !tb) return {Gradient{matmul(dy, b, false, true)}, {matmul(a, dy, true, false)}};
+  if (ta && !tb) return {Gradient{matmul(b, dy, false, true)}, {matmul(a, dy, false, false)}};
+  if (!ta && tb) return {Gradient{matmul(dy, b, false, false)}, {matmul(dy, a, true, false)}};
+  return {Gradient{matmul(b, dy, true, true)}, {matmul(dy, a, true, true)}};
+}
 
 MatmulVariant matmul_variant(const Device& device) {
   const char* env = std::getenv("VKT_MATMUL_VARIANT");
