@@ -1,10 +1,12 @@
 // C[M,N] = op(A)[M,K] * op(B)[K,N], the variant for GPUs: a workgroup computes
 // a BM x BN tile of C, stepping through k in BK-wide slabs of A and B that its
-// threads stage in shared memory; each thread keeps a TM x TN register block.
-// The thread's rows and columns are strided by the workgroup's width and
-// height, so neighbouring threads read neighbouring shared-memory words (no
-// bank conflicts) and write neighbouring words of C (coalesced). Out-of-range
-// elements are staged as 0, so any sizes work.
+// threads stage in shared memory; each thread keeps a TM x TN register block
+// (TM and TN multiples of 4). The block is made of 4 x 4 pieces: the thread's
+// rows are the groups of 4 at (i4 * LY + ty) * 4 and its columns those at
+// (j4 * LX + tx) * 4, so each shared-memory read is one vec4 and neighbouring
+// threads read neighbouring vec4s (no bank conflicts), and neighbouring threads
+// write neighbouring words of C (coalesced). Out-of-range elements are staged
+// as 0, so any sizes work.
 //
 // Included by matmul_tiled.comp, and by conv_tiled.comp, which supplies the
 // operands and the output itself (an implicit GEMM): it defines
@@ -29,8 +31,9 @@ layout(push_constant) uniform Params {
 #endif
 };
 
-shared float As[BK * BM];  // As[k * BM + m]
-shared float Bs[BK * BN];  // Bs[k * BN + n]
+const uint BM4 = BM / 4, BN4 = BN / 4, TM4 = TM / 4, TN4 = TN / 4;
+shared vec4 As[BK * BM4];  // As[k * BM4 + m / 4][m % 4]
+shared vec4 Bs[BK * BN4];  // Bs[k * BN4 + n / 4][n % 4]
 
 // op(A)[m, k], op(B)[k, n] (0 outside the matrices) and where C[m, n] goes.
 float a_at(uint m, uint k);
@@ -55,38 +58,44 @@ void main() {
   uint tid = ty * LX + tx;
   uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
 
-  float acc[TM * TN];
-  for (uint i = 0u; i < TM * TN; ++i) acc[i] = 0.0;
-  float ra[TM], rb[TN];
+  vec4 acc[TM * TN4];  // acc[row * TN4 + j4]: the thread's row, columns j4's 4
+  for (uint i = 0u; i < TM * TN4; ++i) acc[i] = vec4(0.0);
+  vec4 ra[TM4], rb[TN4];
 
   for (uint k0 = 0u; k0 < K; k0 += BK) {
     // Consecutive threads take consecutive addresses of the stored matrix.
     for (uint i = tid; i < BK * BM; i += THREADS) {
       uint kk = TRANS_A ? i / BM : i % BK;
       uint mm = TRANS_A ? i % BM : i / BK;
-      As[kk * BM + mm] = a_at(m0 + mm, k0 + kk);
+      As[kk * BM4 + mm / 4u][mm % 4u] = a_at(m0 + mm, k0 + kk);
     }
     for (uint i = tid; i < BK * BN; i += THREADS) {
       uint kk = TRANS_B ? i % BK : i / BN;
       uint nn = TRANS_B ? i / BK : i % BN;
-      Bs[kk * BN + nn] = b_at(k0 + kk, n0 + nn);
+      Bs[kk * BN4 + nn / 4u][nn % 4u] = b_at(k0 + kk, n0 + nn);
     }
     barrier();
     for (uint kk = 0u; kk < BK; ++kk) {
-      for (uint i = 0u; i < TM; ++i) ra[i] = As[kk * BM + ty + i * LY];
-      for (uint j = 0u; j < TN; ++j) rb[j] = Bs[kk * BN + tx + j * LX];
-      for (uint i = 0u; i < TM; ++i)
-        for (uint j = 0u; j < TN; ++j) acc[i * TN + j] += ra[i] * rb[j];
+      for (uint i4 = 0u; i4 < TM4; ++i4) ra[i4] = As[kk * BM4 + i4 * LY + ty];
+      for (uint j4 = 0u; j4 < TN4; ++j4) rb[j4] = Bs[kk * BN4 + j4 * LX + tx];
+      for (uint i4 = 0u; i4 < TM4; ++i4)
+        for (uint r = 0u; r < 4u; ++r)
+          for (uint j4 = 0u; j4 < TN4; ++j4)
+            acc[(i4 * 4u + r) * TN4 + j4] += ra[i4][r] * rb[j4];
     }
     barrier();
   }
 
-  for (uint i = 0u; i < TM; ++i) {
-    uint m = m0 + ty + i * LY;
-    if (m >= M) break;
-    for (uint j = 0u; j < TN; ++j) {
-      uint n = n0 + tx + j * LX;
-      if (n < N) c[c_index(m, n)] = acc[i * TN + j];
+  for (uint i4 = 0u; i4 < TM4; ++i4) {
+    for (uint r = 0u; r < 4u; ++r) {
+      uint m = m0 + (i4 * LY + ty) * 4u + r;
+      if (m >= M) break;
+      for (uint j4 = 0u; j4 < TN4; ++j4) {
+        for (uint q = 0u; q < 4u; ++q) {
+          uint n = n0 + (j4 * LX + tx) * 4u + q;
+          if (n < N) c[c_index(m, n)] = acc[(i4 * 4u + r) * TN4 + j4][q];
+        }
+      }
     }
   }
 }

@@ -13,6 +13,7 @@
 #include "../graph.h"
 #include "kernel_util.h"
 #include "matmul.h"
+#include "matmul_tiles.h"
 
 namespace vkt::matmul_detail {
 namespace {
@@ -93,18 +94,13 @@ class BatchMatmulOp final : public Op {
   }
 
   void record_tiled(RecordContext& ctx, BufferRange a, BufferRange b, BufferRange c, Dims d) const {
-    Device& device = ctx.device();
-    // matmul's tiles (matmul.cpp): 64x64, 16 deep, 4x4 or 8x8 register blocks.
-    const std::uint32_t tile = 64, depth = 16;
-    const std::uint32_t block = device.info().max_workgroup_invocations >= 256 ? 4 : 8;
-    const Kernel& kernel =
-        device.kernel({.shader = "matmul_batched_tiled",
-                       .local_size = {tile / block, tile / block, 1},
-                       .constants = {SpecConstant::u32(2, tile), SpecConstant::u32(3, tile),
-                                     SpecConstant::u32(4, depth), SpecConstant::u32(5, block),
-                                     SpecConstant::u32(6, block), SpecConstant::u32(7, ta_),
-                                     SpecConstant::u32(8, tb_)}});
-    dispatch_batches(ctx, kernel, (d.n + tile - 1) / tile, (d.m + tile - 1) / tile, a, b, c,
+    const TiledShape t = tiled_shape(ctx.device());
+    std::vector<SpecConstant> constants = t.constants();
+    constants.push_back(SpecConstant::u32(7, ta_));
+    constants.push_back(SpecConstant::u32(8, tb_));
+    const Kernel& kernel = ctx.device().kernel(
+        {.shader = "matmul_batched_tiled", .local_size = t.local_size(), .constants = constants});
+    dispatch_batches(ctx, kernel, (d.n + t.bn - 1) / t.bn, (d.m + t.bm - 1) / t.bm, a, b, c,
                      TiledPush{d.m, d.n, d.k, 0}, d.batch);
   }
 

@@ -11,6 +11,7 @@
 #include "../graph.h"
 #include "kernel_util.h"
 #include "matmul.h"
+#include "matmul_tiles.h"
 #include "texel_view.h"
 
 namespace vkt::conv_detail {
@@ -98,22 +99,17 @@ void record_texel(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g, Gemm
 void record_tiled(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g, GemmShape s,
                   const ConvPush& push, const BufferRange& a, const BufferRange& b,
                   const BufferRange& c) {
-  Device& device = ctx.device();
-  // matmul's tiles (64 x 64, 16 deep); the filter gradient stages A along m,
-  // which are consecutive channels of x.
-  const std::uint32_t tile = 64, depth = 16;
-  const std::uint32_t block = device.info().max_workgroup_invocations >= 256 ? 4 : 8;
-  const Kernel& kernel =
-      device.kernel({.shader = "conv_tiled",
-                     .local_size = {tile / block, tile / block, 1},
-                     .constants = {SpecConstant::u32(2, tile), SpecConstant::u32(3, tile),
-                                   SpecConstant::u32(4, depth), SpecConstant::u32(5, block),
-                                   SpecConstant::u32(6, block),
-                                   SpecConstant::u32(7, gemm == ConvGemm::BackpropFilter),
-                                   SpecConstant::u32(9, static_cast<std::uint32_t>(gemm))}});
+  // matmul's tiles; the filter gradient stages A along m, which are
+  // consecutive channels of x.
+  const TiledShape t = tiled_shape(ctx.device());
+  std::vector<SpecConstant> constants = t.constants();
+  constants.push_back(SpecConstant::u32(7, gemm == ConvGemm::BackpropFilter));
+  constants.push_back(SpecConstant::u32(9, static_cast<std::uint32_t>(gemm)));
+  const Kernel& kernel = ctx.device().kernel(
+      {.shader = "conv_tiled", .local_size = t.local_size(), .constants = constants});
   ctx.stream().dispatch(
       kernel, {a, b, c}, push,
-      Groups{(u32(s.n) + tile - 1) / tile, (u32(s.m) + tile - 1) / tile, u32(g.groups)});
+      Groups{(u32(s.n) + t.bn - 1) / t.bn, (u32(s.m) + t.bm - 1) / t.bm, u32(g.groups)});
 }
 
 }  // namespace

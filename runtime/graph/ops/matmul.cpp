@@ -15,6 +15,7 @@
 #include "batch_matmul.h"
 #include "elementwise.h"
 #include "kernel_util.h"
+#include "matmul_tiles.h"
 
 namespace vkt {
 namespace {
@@ -93,20 +94,14 @@ class MatmulOp final : public Op {
 
   void record_tiled(RecordContext& ctx, BufferRange a, BufferRange b, BufferRange c,
                     std::uint32_t m, std::uint32_t n, std::uint32_t k) const {
-    Device& device = ctx.device();
-    // 64x64 tiles, 16 deep: 8 KiB of shared memory; 4x4 blocks need 256
-    // invocations, 8x8 blocks 64 where a device allows fewer than 256.
-    const std::uint32_t tile = 64, depth = 16;
-    const std::uint32_t block = device.info().max_workgroup_invocations >= 256 ? 4 : 8;
-    const Kernel& kernel =
-        device.kernel({.shader = "matmul_tiled",
-                       .local_size = {tile / block, tile / block, 1},
-                       .constants = {SpecConstant::u32(2, tile), SpecConstant::u32(3, tile),
-                                     SpecConstant::u32(4, depth), SpecConstant::u32(5, block),
-                                     SpecConstant::u32(6, block), SpecConstant::u32(7, ta_),
-                                     SpecConstant::u32(8, tb_)}});
+    const TiledShape t = tiled_shape(ctx.device());
+    std::vector<SpecConstant> constants = t.constants();
+    constants.push_back(SpecConstant::u32(7, ta_));
+    constants.push_back(SpecConstant::u32(8, tb_));
+    const Kernel& kernel = ctx.device().kernel(
+        {.shader = "matmul_tiled", .local_size = t.local_size(), .constants = constants});
     ctx.stream().dispatch(kernel, {a, b, c}, TiledPush{m, n, k},
-                          Groups{(n + tile - 1) / tile, (m + tile - 1) / tile, 1});
+                          Groups{(n + t.bn - 1) / t.bn, (m + t.bm - 1) / t.bm, 1});
   }
 
   bool ta_, tb_;
