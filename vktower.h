@@ -6,6 +6,7 @@
 
 // The Vulkan runtime.
 #include "runtime/vulkan/buffer.h"
+#include "runtime/vulkan/cache_dir.h"
 #include "runtime/vulkan/cross_device_copy.h"
 #include "runtime/vulkan/device.h"
 #include "runtime/vulkan/device_info.h"
@@ -14,6 +15,7 @@
 #include "runtime/vulkan/kernel.h"
 #include "runtime/vulkan/stream.h"
 #include "runtime/vulkan/ticket.h"
+#include "runtime/vulkan/tuning_cache.h"
 
 // Models: graphs, ops, gradients, execution.
 #include "runtime/graph/autodiff.h"

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string_view>
 
 #include <vktower/runtime/vulkan/instance.h>
@@ -11,6 +12,9 @@
 #include "shared_device.h"
 
 int main(int argc, char* argv[]) {
+  // Tests never touch the user's cache directory; towers then keep their
+  // pipeline and tuning caches in memory (the [cache] tests use temporary dirs).
+  ::setenv("VKT_CACHE_DIR", "off", 1);
   const int failed = Catch::Session().run(argc, argv);
   // ctest's discovery lists the tests without running them: say nothing then.
   for (int i = 1; i < argc; ++i) {

@@ -51,7 +51,8 @@ struct ReplicateOptions {
   /// Any size gives the same bits.
   std::size_t bucket_bytes = std::size_t{4} << 20;
   /// How every device of the run is made (towers and consolidation); default:
-  /// DeviceOptions::from_environment() (VKT_FORCE_STAGING).
+  /// DeviceOptions::from_environment() (VKT_FORCE_STAGING) with cache_dir =
+  /// default_cache_dir() (the user's cache directory, VKT_CACHE_DIR=off: none).
   std::optional<DeviceOptions> device_options{};
 };
 

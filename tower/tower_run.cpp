@@ -9,6 +9,7 @@
 #include "../runtime/graph/ops/elementwise.h"
 #include "../runtime/io/checkpoint.h"
 #include "../runtime/mpi/process_group.h"
+#include "../runtime/vulkan/cache_dir.h"
 #include "../runtime/vulkan/error.h"
 #include "../runtime/vulkan/instance.h"
 #include "device_list.h"
@@ -111,7 +112,11 @@ float TowerRun::loss_scale(int towers, Mode mode) const {
 }
 
 DeviceOptions TowerRun::device_options() const {
-  return options_.device_options.value_or(DeviceOptions::from_environment());
+  if (options_.device_options) return *options_.device_options;
+  // Towers are where users enter the library: here it reads their environment.
+  DeviceOptions options = DeviceOptions::from_environment();
+  options.cache_dir = default_cache_dir();
+  return options;
 }
 
 void TowerRun::build_towers(ModelContext& root, const ModelFn& model_fn,

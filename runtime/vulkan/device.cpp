@@ -15,6 +15,7 @@
 #include "host_transfer.h"
 #include "instance.h"
 #include "kernel.h"
+#include "pipeline_cache.h"
 
 namespace vkt {
 namespace {
@@ -142,9 +143,13 @@ Device::Device(Instance& instance, std::uint32_t index, DeviceOptions options)
     make_queue(compute_, families.compute);
     if (families.transfer != UINT32_MAX) make_queue(transfer_, families.transfer);
 
-    VkPipelineCacheCreateInfo cache{};
-    cache.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO;
-    VKT_CHECK(vkCreatePipelineCache(device_, &cache, nullptr, &pipeline_cache_));
+    DeviceCacheKey key{.vendor_id = properties.vendorID,
+                       .device_id = properties.deviceID,
+                       .driver_version = properties.driverVersion};
+    std::copy(std::begin(properties.pipelineCacheUUID), std::end(properties.pipelineCacheUUID),
+              key.pipeline_cache_uuid.begin());
+    pipeline_cache_ = std::make_unique<PipelineCache>(device_, key, options_.cache_dir);
+    tuning_ = detail::shared_tuning_cache(options_.cache_dir, key.stem());
   } catch (...) {
     release();
     throw;
@@ -155,7 +160,21 @@ Device::Device(Instance& instance, std::uint32_t index, DeviceOptions options)
 }
 
 Device::~Device() {
+  save_caches();
   release();
+}
+
+void Device::save_caches() {
+  if (pipeline_cache_) pipeline_cache_->save();
+  if (tuning_) tuning_->save();
+}
+
+std::size_t Device::pipeline_cache_loaded_bytes() const {
+  return pipeline_cache_->loaded_bytes();
+}
+
+VkPipelineCache Device::vk_pipeline_cache() const {
+  return pipeline_cache_->handle();
 }
 
 void Device::release() {
@@ -163,7 +182,8 @@ void Device::release() {
   vkDeviceWaitIdle(device_);
   host_transfer_.reset();
   kernels_.clear();
-  if (pipeline_cache_ != VK_NULL_HANDLE) vkDestroyPipelineCache(device_, pipeline_cache_, nullptr);
+  pipeline_cache_.reset();
+  tuning_.reset();
   for (Queue* q : {&compute_, &transfer_}) {
     if (q->timeline != VK_NULL_HANDLE) vkDestroySemaphore(device_, q->timeline, nullptr);
     q->timeline = VK_NULL_HANDLE;

@@ -6,14 +6,17 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 
 #include "device_info.h"
 #include "ticket.h"
+#include "tuning_cache.h"
 
 namespace vkt {
 
@@ -21,8 +24,9 @@ class HostTransfer;
 class Instance;
 class Kernel;
 struct KernelDesc;
+class PipelineCache;
 
-/// How a Device is made. from_environment() reads VKT_FORCE_STAGING=1.
+/// How a Device is made.
 struct DeviceOptions {
   /// Treat device-local memory as unmappable even where the device could map it,
   /// so that uploads, downloads and cross-device copies take the staged path with
@@ -39,7 +43,14 @@ struct DeviceOptions {
   /// kMinStorageBufferRange.
   std::uint64_t max_storage_buffer_range = 0;
   static constexpr std::uint64_t kMinStorageBufferRange = 1024;
+  /// Where the Vulkan pipeline cache and the tuning cache of this device are
+  /// kept between runs (files named after the device, its driver and the
+  /// library version); unset or empty: in memory only. default_cache_dir()
+  /// gives the user's cache directory; towers made without DeviceOptions use it.
+  std::optional<std::filesystem::path> cache_dir{};
 
+  /// VKT_FORCE_STAGING=1 sets force_staging; the rest keep their defaults
+  /// (no cache_dir: a bare Device writes nothing to disk).
   static DeviceOptions from_environment();
 };
 
@@ -104,6 +115,18 @@ class Device {
   /// Blocks until every submitted ticket of this device is done.
   void wait_idle();
 
+  /// What kernels learned by trying on this device (tile shapes, ...), kept in
+  /// DeviceOptions::cache_dir across runs; shared with the process's other
+  /// Devices on the same physical device.
+  TuningCache& tuning() const { return *tuning_; }
+  /// Writes the pipeline cache and the tuning cache to DeviceOptions::cache_dir
+  /// now (only what changed), as the destructor does. Call it between steps
+  /// (e.g. once the model's first step ran), not while kernels are being built.
+  /// Never throws: a failure is logged.
+  void save_caches();
+  /// Bytes of pipeline cache data the Device started with (0: a cold start).
+  std::size_t pipeline_cache_loaded_bytes() const;
+
   /// Memory allocations made so far, and bytes currently allocated. A training
   /// step that is only replayed must leave allocation_count() unchanged.
   std::uint64_t allocation_count() const { return allocations_.load(); }
@@ -115,7 +138,7 @@ class Device {
   // ---- runtime/vulkan internals and interop; users do not need these ----
   VkDevice vk_device() const { return device_; }
   VkPhysicalDevice vk_physical_device() const { return physical_; }
-  VkPipelineCache vk_pipeline_cache() const { return pipeline_cache_; }
+  VkPipelineCache vk_pipeline_cache() const;
   const VkPhysicalDeviceLimits& limits() const { return limits_; }
   std::uint32_t queue_family(QueueKind kind) const { return queue(kind).family; }
   /// Submits one command buffer that waits for `waits` and returns its ticket.
@@ -166,7 +189,8 @@ class Device {
   VkDevice device_ = VK_NULL_HANDLE;
   Queue compute_;
   Queue transfer_;
-  VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
+  std::unique_ptr<PipelineCache> pipeline_cache_;
+  std::shared_ptr<TuningCache> tuning_;
   bool maps_storage_ = false;
   std::uint64_t max_storage_range_ = 0;
   PFN_vkWaitSemaphores wait_semaphores_ = nullptr;

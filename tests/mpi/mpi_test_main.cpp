@@ -6,12 +6,14 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 #include <vktower/runtime/vulkan/instance.h>
 
 #include <vktower/runtime/mpi/process_group.h>
 
 int main(int argc, char* argv[]) {
+  ::setenv("VKT_CACHE_DIR", "off", 1);  // tests never touch the user's cache directory
   vkt::ProcessGroup& world = vkt::mpi_world();
   // A rank whose REQUIRE failed skips the rest of its case: the others stop at
   // this deadline rather than wait for it until ctest's timeout.
