@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 #include "bench_util.h"
+#include "tiled_sweep.h"
 
 #include <vktower/runtime/graph/executor.h>
 #include <vktower/runtime/graph/graph.h>
@@ -81,6 +82,8 @@ int main(int argc, char** argv) {
   int reps = 5;
   int slow_max = 1024;
   std::vector<std::uint32_t> devices;
+  bool sweep_tiles = false;
+  std::vector<int> sweep_sizes{1024, 4096};
   app.add_option("--sizes", sizes, "square sizes")->delimiter(',')->capture_default_str();
   app.add_option("--reps", reps, "timed repetitions (the median is printed)")
       ->capture_default_str();
@@ -89,6 +92,12 @@ int main(int argc, char** argv) {
                  "(the tiled kernel on lavapipe runs at a few GFLOP/s)")
       ->capture_default_str();
   app.add_option("--device", devices, "device indices (default: all)")->delimiter(',');
+  app.add_flag(
+      "--sweep-tiles", sweep_tiles,
+      "also time the tiled (GPU) kernel at every candidate tile shape (bench/tiled_sweep.h)");
+  app.add_option("--sweep-sizes", sweep_sizes, "square sizes of the tile sweep")
+      ->delimiter(',')
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   std::vector<Case> cases;
@@ -144,6 +153,7 @@ int main(int argc, char** argv) {
         }
       }
       ::unsetenv("VKT_MATMUL_VARIANT");
+      if (sweep_tiles) vkt::bench::sweep_tiled_shapes(device, sweep_sizes, reps);
     }
     if (ratio_1024) fmt::print("\nmatmul_1024_ratio_vs_openblas={:.3f}\n", *ratio_1024);
     return 0;

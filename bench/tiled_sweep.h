@@ -1,0 +1,136 @@
+#pragma once
+// The tiled (GPU) matmul kernel timed at each candidate tile shape: how a
+// device's best shape is found (vkt-bench-matmul --sweep-tiles). Each shape's
+// result is checked against a double-precision product on sampled elements,
+// so a shape that computes wrong numbers is reported, not ranked.
+
+#include <fmt/format.h>
+
+#include <vktower/runtime/graph/ops/matmul_tiles.h>
+#include <vktower/vktower.h>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace vkt::bench {
+
+/// Shapes worth trying on a GPU: 64 to 256 wide tiles, 8 to 32 deep, 4x4 to
+/// 8x8 register blocks, 64 to 512 invocations.
+inline std::vector<TiledShape> tiled_candidates() {
+  return {
+      {64, 64, 16, 4, 4},   {64, 64, 8, 4, 4},     {64, 64, 32, 4, 4},  {64, 64, 16, 8, 8},
+      {128, 64, 16, 8, 4},  {64, 128, 16, 4, 8},   {128, 128, 8, 8, 8}, {128, 128, 16, 8, 8},
+      {128, 128, 32, 8, 8}, {128, 128, 16, 8, 4},  {128, 128, 8, 4, 8}, {256, 128, 8, 8, 8},
+      {128, 256, 8, 8, 8},  {256, 128, 16, 16, 8}, {128, 64, 8, 8, 8},  {64, 128, 8, 8, 8},
+  };
+}
+
+struct TiledSweepResult {
+  TiledShape shape;
+  double gflops = 0;
+  double max_rel_error = 0;
+};
+
+/// Square operands on the host and on the device.
+struct SquareOperands {
+  SquareOperands(Device& device, std::uint32_t size)
+      : n(size),
+        ha(std::size_t(n) * n),
+        hb(ha.size()),
+        a(device, ha.size() * 4),
+        b(device, ha.size() * 4),
+        c(device, ha.size() * 4) {
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (float& x : ha) x = dist(rng);
+    for (float& x : hb) x = dist(rng);
+    a.upload(ha);
+    b.upload(hb);
+  }
+  std::uint32_t n;
+  std::vector<float> ha, hb;
+  Buffer a, b, c;
+};
+
+/// GFLOP/s of C[n,n] = A[n,n] * B[n,n] with `shape`, the median of `reps`
+/// timings of `batch` back-to-back dispatches (device timestamps where the
+/// device has them, else submit-to-wait wall time).
+inline TiledSweepResult time_tiled_shape(Device& device, const TiledShape& shape,
+                                         SquareOperands& op, int reps, int batch) {
+  const std::uint32_t n = op.n;
+  const std::vector<float>& ha = op.ha;
+  const std::vector<float>& hb = op.hb;
+  const Buffer &a = op.a, &b = op.b, &c = op.c;
+  std::mt19937 rng(11);
+  std::vector<SpecConstant> constants = shape.constants();
+  constants.push_back(SpecConstant::u32(7, 0));
+  constants.push_back(SpecConstant::u32(8, 0));
+  const Kernel& kernel = device.kernel(
+      {.shader = "matmul_tiled", .local_size = shape.local_size(), .constants = constants});
+  struct Push {
+    std::uint32_t m, n, k;
+  };
+  const Groups groups{(n + shape.bn - 1) / shape.bn, (n + shape.bm - 1) / shape.bm, 1};
+  const bool stamps = device.info().timestamps;
+  Stream stream(device);
+  std::size_t t0 = 0, t1 = 0;
+  if (stamps) t0 = stream.timestamp();
+  for (int i = 0; i < batch; ++i) stream.dispatch(kernel, {a, b, c}, Push{n, n, n}, groups);
+  if (stamps) t1 = stream.timestamp();
+  stream.run();  // warm-up
+  std::vector<double> seconds;
+  for (int r = 0; r < reps; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    stream.run();
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    seconds.push_back(stamps ? stream.elapsed_ns(t0, t1) * 1e-9 : wall);
+  }
+  std::sort(seconds.begin(), seconds.end());
+  TiledSweepResult result{shape,
+                          2.0 * n * n * double(n) * batch / seconds[seconds.size() / 2] / 1e9, 0};
+  // Sampled elements against a double-precision dot product.
+  const std::vector<float> hc = c.download<float>();
+  std::uniform_int_distribution<std::uint32_t> pick(0, n - 1);
+  for (int s = 0; s < 64; ++s) {
+    const std::uint32_t i = s == 0 ? n - 1 : pick(rng), j = s == 0 ? n - 1 : pick(rng);
+    double ref = 0, mag = 0;
+    for (std::uint32_t k = 0; k < n; ++k) {
+      ref += double(ha[i * n + k]) * hb[k * n + j];
+      mag += std::abs(double(ha[i * n + k]) * hb[k * n + j]);
+    }
+    result.max_rel_error =
+        std::max(result.max_rel_error, std::abs(hc[std::size_t(i) * n + j] - ref) / (mag + 1e-30));
+  }
+  return result;
+}
+
+/// Times every candidate that fits `device` at each size, prints a line per
+/// shape and the best one per size; returns the best at the last size.
+inline TiledShape sweep_tiled_shapes(Device& device, const std::vector<int>& sizes, int reps) {
+  TiledShape best_shape = tiled_shape(device);
+  for (int size : sizes) {
+    const auto n = static_cast<std::uint32_t>(size);
+    const int batch = std::clamp(int(4096.0 * 4096 * 4096 / (double(n) * n * n)), 1, 64);
+    SquareOperands operands(device, n);
+    fmt::print("\n  tiled shapes at {}^3 ({} dispatches per timing, {}):\n", n, batch,
+               device.info().timestamps ? "device timestamps" : "wall clock");
+    double best = 0;
+    for (const TiledShape& shape : tiled_candidates()) {
+      if (!tiled_shape_fits(device, shape)) continue;
+      const TiledSweepResult r = time_tiled_shape(device, shape, operands, reps, batch);
+      const bool ok = r.max_rel_error < 1e-4;
+      fmt::print("    {:<24}{:>10.1f} GF/s  max rel error {:.1e}{}\n", shape.str(), r.gflops,
+                 r.max_rel_error, ok ? "" : "  WRONG");
+      if (ok && r.gflops > best) best = r.gflops, best_shape = shape;
+    }
+    fmt::print("  best at {}^3: {} {:.1f} GF/s\n", n, best_shape.str(), best);
+    fmt::print("tiled_best_{}={} gflops={:.1f}\n", n, best_shape.str(), best);
+  }
+  return best_shape;
+}
+
+}  // namespace vkt::bench
