@@ -134,6 +134,13 @@ class TowerRun {
   HostWaits host_waits() const;
   /// Gradient buckets per step (1 with one tower).
   int buckets() const { return buckets_; }
+  /// Commands (dispatches, copies, fills) tower `i`'s step program submits
+  /// each step; with one tower that is the whole step, the optimizers' updates
+  /// included. How far fusion has driven a step's dispatches down.
+  std::size_t tower_command_count(int i) const {
+    const Tower& t = towers_.at(static_cast<std::size_t>(i));
+    return t.executor ? t.executor->dispatch_count() : 0;
+  }
 
   int towers() const { return static_cast<int>(towers_.size()); }
   Graph& tower_graph(int i) { return *towers_.at(i).graph; }
