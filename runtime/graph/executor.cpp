@@ -276,6 +276,8 @@ void Executor::record(const std::vector<int>& order) {
 
   timed_ = options_.timestamps && graph_->device().info().timestamps;
   if (timed_) stream_.timestamp();
+  const bool profiled = options_.profile && graph_->device().info().timestamps;
+  if (profiled) stream_.profile_commands();
   if (feed_staging_) stream_.copy(feed_staging_, feed_arena_);
   std::size_t exchange_bytes = 0;
   for (int index : order) {
@@ -289,12 +291,14 @@ void Executor::record(const std::vector<int>& order) {
   const int last = static_cast<int>(order.size()) - 1;
   for (int pos = 0; pos <= last; ++pos) {
     const Node& node = graph_->nodes()[order[pos]];
+    if (profiled) command_node_.resize(stream_.command_count(), -1);
     if (node.op->sums_across_replicas()) {
       record_exchange(node);
     } else if (!node.op->view_offset()) {
       recording_node_ = order[pos];
       node.op->record(ctx, node.inputs, node.output);
     }
+    if (profiled) command_node_.resize(stream_.command_count(), order[pos]);
     if (splits.count(pos) && pos != last) segment_after[pos] = stream_.end_segment();
   }
   recording_node_ = -1;

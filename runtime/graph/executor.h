@@ -27,6 +27,10 @@ struct ExecutorOptions {
   /// Time every run on the device (timestamp queries; ignored where the device
   /// has none): device_ms().
   bool timestamps = false;
+  /// Time every command of every run on the device (a timestamp query after
+  /// each; ignored where the device has none): profile(). Costs a query write
+  /// per command, so off by default; the computed values are the same bits.
+  bool profile = false;
   /// Two host buffers take the feeds in turn, each copied into the feed arena
   /// by the device as the first work of its run: feeding the next run's inputs
   /// waits only for the copy two runs back, never for the running step, so the
@@ -81,6 +85,19 @@ class Executor {
   /// its last (waits for it); empty unless ExecutorOptions::timestamps and the
   /// device has timestamp queries.
   std::optional<double> device_ms() const;
+  /// One command of the step, timed in the last run (ExecutorOptions::profile).
+  struct CommandProfile {
+    std::string kernel;  ///< the kernel's name, "copy" or "fill"
+    std::string op;      ///< the op that recorded it (Op::type()); "feed" for the feeds' copy
+    std::string tensor;  ///< that op's output tensor (empty for the feeds' copy)
+    /// Device milliseconds from the end of the command before it to its own end
+    /// (a barrier it waited behind included).
+    double ms = 0;
+  };
+  /// Every command of the last run, in recording order, with its device time;
+  /// waits for the run. Empty unless ExecutorOptions::profile and the device
+  /// has timestamp queries.
+  std::vector<CommandProfile> profile() const;
   /// The ticket, in the last run, after which ready group `k` is written.
   Ticket ready(std::size_t group) const;
   /// Waits for the last run.
@@ -107,7 +124,8 @@ class Executor {
   void set_step(std::uint64_t step) { step_ = step; }
   /// The cross_replica_sum points of the program (each a host hand-over per run).
   std::size_t replica_sums() const { return exchanges_.size(); }
-  /// Dispatches and barriers in the recorded step.
+  /// Commands (dispatches, copies, fills) in the recorded step; of these the
+  /// dispatches are stream().dispatch_count().
   std::size_t dispatch_count() const { return stream_.command_count(); }
 
  private:
@@ -168,7 +186,8 @@ class Executor {
   int recording_node_ = -1;
   std::vector<std::size_t> group_segment_;  // ready group -> segment of the stream
   bool timed_ = false;
-  bool updates_ = false;  // the program updates variables: runs advance the global step
+  std::vector<int> command_node_;  // profiled: command -> node index (-1: the feeds' copy)
+  bool updates_ = false;           // the program updates variables: runs advance the global step
 };
 
 }  // namespace vkt

@@ -7,7 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "buffer.h"
@@ -86,12 +88,29 @@ class Stream {
   Ticket segment_ticket(std::size_t k) const;
 
   /// Records a timestamp taken when every command recorded before it is done
-  /// (at most 16 per stream; the Device must have DeviceInfo::timestamps).
-  /// Returns its index for timestamps_ns().
+  /// (the Device must have DeviceInfo::timestamps). Returns its index for elapsed_ns().
   std::size_t timestamp();
   /// Nanoseconds between timestamp `from` and timestamp `to` in the last
   /// submission; waits for it. How long the device spent on the work between them.
   double elapsed_ns(std::size_t from, std::size_t to) const;
+
+  /// What one profiled command took (profile_commands()).
+  struct CommandTime {
+    std::size_t command = 0;  ///< its index among the stream's commands (command_count())
+    std::string label;        ///< the kernel's name, "copy" or "fill"
+    /// Device nanoseconds from the end of the command before it (or of
+    /// profile_commands()'s first timestamp) to its own end: the barrier it
+    /// waited behind is counted with it.
+    double ns = 0;
+  };
+  /// From here on records a timestamp after every command, so that
+  /// command_times() can say where a submission's time went. Profiling costs a
+  /// query write per command, so it is off unless asked for. Needs
+  /// DeviceInfo::timestamps.
+  void profile_commands();
+  /// Every command recorded since profile_commands(), in order, timed in the
+  /// last submission (which it waits for).
+  std::vector<CommandTime> command_times() const;
 
   /// Ends recording on first use and submits; the ticket completes when the work
   /// is done. `waits` are tickets of this Device (other queue included) that the
@@ -106,7 +125,10 @@ class Stream {
   /// submit() and wait.
   void run() { submit().wait(); }
 
+  /// Commands recorded: dispatches, copies and fills.
   std::size_t command_count() const { return commands_; }
+  /// Of command_count(), the dispatches.
+  std::size_t dispatch_count() const { return dispatches_; }
   /// Barriers recorded between commands (hazards and barrier() calls).
   std::size_t barrier_count() const { return barriers_; }
   bool submitted() const { return ended_; }
@@ -133,8 +155,20 @@ class Stream {
   detail::DeviceHandle<VkCommandPool, vkDestroyCommandPool> pool_;
   std::vector<detail::DeviceHandle<VkDescriptorPool, vkDestroyDescriptorPool>> descriptor_pools_;
   std::vector<detail::DeviceHandle<VkBufferView, vkDestroyBufferView>> views_;
-  detail::DeviceHandle<VkQueryPool, vkDestroyQueryPool> queries_;
-  std::uint32_t timestamps_ = 0;
+  // Timestamp queries, in pools of a fixed size made as the count grows.
+  std::vector<detail::DeviceHandle<VkQueryPool, vkDestroyQueryPool>> query_pools_;
+  std::size_t timestamps_ = 0;
+  void read_timestamps(std::size_t first, std::span<std::uint64_t> values) const;
+  // Profiling: the timestamp before the first profiled command, and each profiled
+  // command's index, label and timestamp.
+  struct Profiled {
+    std::size_t command;
+    std::string label;
+    std::size_t timestamp;
+  };
+  void profile_command(std::string label);
+  std::optional<std::size_t> profile_start_;
+  std::vector<Profiled> profiled_;
   VkCommandBuffer commands_buffer_ = VK_NULL_HANDLE;  // freed with pool_; the last segment
   std::vector<VkCommandBuffer> segments_;             // the ended segments before it
   void begin_commands();
@@ -145,6 +179,7 @@ class Stream {
   Ticket last_;
   std::vector<std::uint64_t> segment_values_;  // each segment's latest timeline value
   std::size_t commands_ = 0;
+  std::size_t dispatches_ = 0;
   std::size_t barriers_ = 0;
   bool ended_ = false;
 };
