@@ -21,8 +21,11 @@ struct FmaShape {
   std::uint32_t local_size = 0;  ///< invocations per workgroup
   std::uint32_t chains = 0;      ///< independent vec4 chains per invocation
   std::uint32_t iterations = 0;  ///< loop iterations (8 steps of every chain each)
-  double ms = 0;                 ///< median time of one dispatch
+  double ms = 0;                 ///< fastest time of one dispatch
   double gflops = 0;
+  /// On a CPU device: FLOPs per second of the process's CPU time (every
+  /// thread), the rate of one core whatever else the machine runs; 0 elsewhere.
+  double gflops_per_cpu_second = 0;
 };
 
 /// What a device can do at best, in the units the benchmarks report.
@@ -43,7 +46,7 @@ struct RoofOptions {
   /// The work per timed submission grows (doubling) until it takes this long,
   /// so that the submission's fixed cost is negligible.
   double min_ms = 20;
-  int reps = 5;  ///< timed repetitions per shape (the median counts)
+  int reps = 5;  ///< timed repetitions per shape (the fastest counts)
   /// Bytes per copy; 0 picks 64 MiB on a CPU device and 256 MiB on a GPU
   /// (never past the device's storage-buffer range or an eighth of its memory).
   std::uint64_t copy_bytes = 0;

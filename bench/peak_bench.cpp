@@ -31,8 +31,12 @@ std::string cpu_model() {
 
 void report(const vkt::DeviceInfo& info, const vkt::bench::DeviceRoof& roof) {
   for (const vkt::bench::FmaShape& s : roof.tried) {
-    fmt::print("  fma local {:4} x {:2} vec4 chains: {:9.1f} GFLOP/s ({} iterations, {:.2f} ms)\n",
-               s.local_size, s.chains, s.gflops, s.iterations, s.ms);
+    fmt::print(
+        "  fma local {:4} x {:2} vec4 chains: {:9.1f} GFLOP/s ({} iterations, {:.2f} ms){}\n",
+        s.local_size, s.chains, s.gflops, s.iterations, s.ms,
+        s.gflops_per_cpu_second > 0
+            ? fmt::format("; {:.1f} GFLOP per CPU-second", s.gflops_per_cpu_second)
+            : "");
   }
   fmt::print("  arithmetic roof: {:.1f} GFLOP/s ({})\n", roof.fma_gflops, roof.shape);
   fmt::print("  copy of {} MiB, bytes read + written: vkCmdCopyBuffer {:.1f} GB/s, ",
@@ -53,7 +57,7 @@ int main(int argc, char** argv) {
   app.add_option("--min-ms", options.min_ms, "grow the work until one submission takes this long")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 10000.0));
-  app.add_option("--reps", options.reps, "timed repetitions per shape (the median counts)")
+  app.add_option("--reps", options.reps, "timed repetitions per shape (the fastest counts)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   app.add_option("--local-sizes", options.local_sizes, "workgroup sizes to try")

@@ -18,8 +18,29 @@ layout(push_constant) uniform Params {
   uint iterations;
 };
 
+// a * m + c rather than fma(): llvmpipe turns either into a vmulps and a
+// vaddps (seen in its JIT code), a GPU compiler into one FMA.
 #define STEP(a) a = a * m + c
-#define STEP8(a) STEP(a); STEP(a); STEP(a); STEP(a); STEP(a); STEP(a); STEP(a); STEP(a)
+// One step of every chain, chains interleaved so that neighbouring
+// instructions are independent.
+#define ROUND                      \
+  STEP(a0);                        \
+  if (CHAINS > 1) STEP(a1);        \
+  if (CHAINS > 2) STEP(a2);        \
+  if (CHAINS > 3) STEP(a3);        \
+  if (CHAINS > 4) STEP(a4);        \
+  if (CHAINS > 5) STEP(a5);        \
+  if (CHAINS > 6) STEP(a6);        \
+  if (CHAINS > 7) STEP(a7);        \
+  if (CHAINS > 8) STEP(a8);        \
+  if (CHAINS > 9) STEP(a9);        \
+  if (CHAINS > 10) STEP(a10);      \
+  if (CHAINS > 11) STEP(a11);      \
+  if (CHAINS > 12) STEP(a12);      \
+  if (CHAINS > 13) STEP(a13);      \
+  if (CHAINS > 14) STEP(a14);      \
+  if (CHAINS > 15) STEP(a15)
+#define ROUND8 ROUND; ROUND; ROUND; ROUND; ROUND; ROUND; ROUND; ROUND
 
 void main() {
   const uint id = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * gl_WorkGroupSize.x;
@@ -31,22 +52,7 @@ void main() {
   vec4 a8 = seed + 8.0, a9 = seed + 9.0, a10 = seed + 10.0, a11 = seed + 11.0;
   vec4 a12 = seed + 12.0, a13 = seed + 13.0, a14 = seed + 14.0, a15 = seed + 15.0;
   for (uint i = 0; i < iterations; ++i) {
-    STEP8(a0);
-    if (CHAINS > 1) { STEP8(a1); }
-    if (CHAINS > 2) { STEP8(a2); }
-    if (CHAINS > 3) { STEP8(a3); }
-    if (CHAINS > 4) { STEP8(a4); }
-    if (CHAINS > 5) { STEP8(a5); }
-    if (CHAINS > 6) { STEP8(a6); }
-    if (CHAINS > 7) { STEP8(a7); }
-    if (CHAINS > 8) { STEP8(a8); }
-    if (CHAINS > 9) { STEP8(a9); }
-    if (CHAINS > 10) { STEP8(a10); }
-    if (CHAINS > 11) { STEP8(a11); }
-    if (CHAINS > 12) { STEP8(a12); }
-    if (CHAINS > 13) { STEP8(a13); }
-    if (CHAINS > 14) { STEP8(a14); }
-    if (CHAINS > 15) { STEP8(a15); }
+    ROUND8;
   }
   vec4 sum = a0;
   if (CHAINS > 1) sum += a1;
