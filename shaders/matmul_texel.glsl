@@ -26,6 +26,8 @@
 //   C_INDEX(m, n)         where C[m, n] goes; C[m, n + 1] follows it
 //   ROW_SETUP(x, r)       per block row, once before the k loop
 //   K_SETUP(k0)           at the start of every k step
+//   MATMUL_EPILOGUE(m, n, v)  the vec4 stored at C[m, n .. n + 3] for the sums v
+//                         (the fused dense layer's bias and activation)
 // The functions they call may be declared before and defined after the include.
 //
 // Every array index is a constant: lavapipe keeps constant-indexed arrays in
@@ -92,6 +94,9 @@ vec4 mask_if(vec4 v, bool keep) { return keep ? v : vec4(0.0); }
 #endif
 #ifndef C_INDEX
 #define C_INDEX(m, n) ((m) * N + (n))
+#endif
+#ifndef MATMUL_EPILOGUE
+#define MATMUL_EPILOGUE(m, n, v) (v)
 #endif
 
 vec4 acc[RM * RN4];  // acc[r * RN4 + q]: row m0 + r, columns of chunk q
@@ -161,14 +166,15 @@ vec4 ar[RM];         // ar[r] = op(A)[m0 + r, k0 .. k0 + 3]
 
 #define ZERO(q, r) acc[(r) * RN4 + (q)] = vec4(0.0);
 #define ZERO_CHUNK(q) FOR_ROWS(ZERO, q)
-#define STORE(q, r)                                     \
-  if (m0 + (r) < M) {                                   \
-    uint n = n_lane + (q) * n_stride;                   \
-    uint o = C_INDEX(m0 + (r), n);                      \
-    if (n < N) c[o] = acc[(r) * RN4 + (q)].x;           \
-    if (n + 1u < N) c[o + 1u] = acc[(r) * RN4 + (q)].y; \
-    if (n + 2u < N) c[o + 2u] = acc[(r) * RN4 + (q)].z; \
-    if (n + 3u < N) c[o + 3u] = acc[(r) * RN4 + (q)].w; \
+#define STORE(q, r)                                                 \
+  if (m0 + (r) < M) {                                               \
+    uint n = n_lane + (q) * n_stride;                               \
+    uint o = C_INDEX(m0 + (r), n);                                  \
+    vec4 s = MATMUL_EPILOGUE(m0 + (r), n, acc[(r) * RN4 + (q)]);    \
+    if (n < N) c[o] = s.x;                                          \
+    if (n + 1u < N) c[o + 1u] = s.y;                                \
+    if (n + 2u < N) c[o + 2u] = s.z;                                \
+    if (n + 3u < N) c[o + 3u] = s.w;                                \
   }
 #define STORE_CHUNK(q) FOR_ROWS(STORE, q)
 

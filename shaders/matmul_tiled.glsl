@@ -12,6 +12,8 @@
 // operands and the output itself (an implicit GEMM): it defines
 // MATMUL_CUSTOM_OPERANDS and MATMUL_EXTRA_PARAMS (more push-constant members
 // after K) and defines a_at, b_at and c_index after including this file.
+// MATMUL_EPILOGUE(m, n, v), defined before the include, gives the value stored
+// at C[m, n] for the sum v (the fused dense layer's bias and activation).
 layout(local_size_x_id = 0, local_size_y_id = 1) in;  // (BN / TN, BM / TM)
 layout(constant_id = 2) const uint BM = 64;
 layout(constant_id = 3) const uint BN = 64;
@@ -39,6 +41,10 @@ shared vec4 Bs[BK * BN4];  // Bs[k * BN4 + n / 4][n % 4]
 float a_at(uint m, uint k);
 float b_at(uint k, uint n);
 uint c_index(uint m, uint n);
+
+#ifndef MATMUL_EPILOGUE
+#define MATMUL_EPILOGUE(m, n, v) (v)
+#endif
 
 #ifndef MATMUL_CUSTOM_OPERANDS
 float a_at(uint m, uint k) {
@@ -93,7 +99,7 @@ void main() {
       for (uint j4 = 0u; j4 < TN4; ++j4) {
         for (uint q = 0u; q < 4u; ++q) {
           uint n = n0 + (j4 * LX + tx) * 4u + q;
-          if (n < N) c[c_index(m, n)] = acc[(i4 * 4u + r) * TN4 + j4][q];
+          if (n < N) c[c_index(m, n)] = MATMUL_EPILOGUE(m, n, acc[(i4 * 4u + r) * TN4 + j4][q]);
         }
       }
     }

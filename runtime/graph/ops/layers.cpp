@@ -5,6 +5,7 @@
 
 #include "../../vulkan/error.h"
 #include "../graph.h"
+#include "dense_fused.h"
 #include "elementwise.h"
 #include "matmul.h"
 #include "shape_ops.h"
@@ -35,7 +36,7 @@ Tensor activate(const Tensor& x, Activation activation) {
 
 Tensor dense(const Tensor& x, std::int64_t units, Activation activation, const std::string& name) {
   if (!x.valid()) throw Error(fmt::format("dense '{}': the input tensor is empty", name));
-  const Shape& shape = x.shape();
+  const Shape shape = x.shape();  // a copy: new nodes may move the graph's shapes
   if (shape.rank() < 2) {
     throw Error(
         fmt::format("dense '{}': input '{}' has shape {}; it needs a batch dimension "
@@ -51,13 +52,15 @@ Tensor dense(const Tensor& x, std::int64_t units, Activation activation, const s
   // matmul takes matrices: fold the leading dimensions into one and back.
   const bool fold = shape.rank() > 2;
   const Tensor x2 = fold ? reshape(x, {shape.elements() / in, in}) : x;
-  Tensor y = bias_add(matmul(x2, kernel), bias);
+  // One dispatch (dense_fused.h); gelu, which it cannot fuse, comes after.
+  const Activation fused = fuses_activation(activation) ? activation : Activation::None;
+  Tensor y = matmul_bias_act(x2, kernel, bias, fused);
   if (fold) {
     std::vector<std::int64_t> dims = shape.dims();
     dims.back() = units;
     y = reshape(y, Shape(dims));
   }
-  return activate(y, activation);
+  return fused == activation ? y : activate(y, activation);
 }
 
 }  // namespace vkt::layers
