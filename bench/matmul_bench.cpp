@@ -3,13 +3,21 @@
 // shapes with as many threads as lavapipe uses. The device time is one replay
 // of a recorded step (Executor::run + wait: submit, kernel, fence), median of
 // the repetitions; pipeline creation happens before, when the step is recorded.
-// Ends with `matmul_1024_ratio_vs_openblas=R` (the default variant of the first
-// device at 1024^3).
+// Each figure is also a fraction of the device's arithmetic roof
+// (bench/device_roof.h), measured in the same run. Besides square shapes, the
+// products of an MLP step and the implicit GEMMs of the vkt-mnist CNN's step
+// (bench/cnn_kernels.h: forward and both gradients, each as the plain matmul at
+// its im2col shape and as the convolution kernel itself). Ends with
+// `matmul_1024_ratio_vs_openblas=R`, `matmul_1024_fraction_of_peak=F` and, when
+// --sizes holds 4096, `matmul_4096_fraction_of_peak=F` (the default variant of
+// the first device).
 #include <cblas.h>
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include "bench_util.h"
+#include "cnn_kernels.h"
+#include "device_roof.h"
 #include "tiled_sweep.h"
 
 #include <vktower/runtime/graph/executor.h>
@@ -19,6 +27,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
@@ -35,8 +44,24 @@ struct Case {
   std::string label;
   int m, k, n;
   bool ta = false, tb = false;
+  /// A convolution GEMM of the CNN's step: also timed as the conv kernel itself.
+  std::optional<cnn_bench::ConvGemmCase> conv{};
   double flops() const { return 2.0 * m * k * n; }
 };
+
+/// The implicit GEMMs of one training step of the vkt-mnist CNN (default
+/// options, batch 64 on one tower, as vkt-bench-cnn), at their im2col shapes.
+std::vector<Case> cnn_cases() {
+  std::vector<Case> cases;
+  for (const cnn_bench::ConvGemmCase& c : cnn_bench::step_gemms(64, mnist::CnnOptions{})) {
+    const auto m = static_cast<int>(c.m), k = static_cast<int>(c.k), n = static_cast<int>(c.n);
+    const std::string a =
+        c.transpose_a ? fmt::format("({}x{})^T", k, m) : fmt::format("{}x{}", m, k);
+    cases.push_back(
+        {fmt::format("{:<22}{} * {}x{}", c.name, a, k, n), m, k, n, c.transpose_a, false, c});
+  }
+  return cases;
+}
 
 std::vector<float> random_values(std::size_t n, unsigned seed) {
   std::mt19937 rng(seed);
@@ -64,6 +89,22 @@ double vktower_seconds(vkt::Device& device, const Case& c, int reps) {
   vkt::Executor step(g, {vkt::matmul(a, b, c.ta, c.tb)});
   step.feed("a", random_values(std::size_t(c.m) * c.k, 1));
   step.feed("b", random_values(std::size_t(c.k) * c.n, 2));
+  return median_seconds(reps, [&] {
+    step.run();
+    step.wait();
+  });
+}
+
+/// The convolution kernel of `c` alone in a step, timed as vktower_seconds times a matmul.
+double conv_seconds(vkt::Device& device, const cnn_bench::ConvGemmCase& c, int reps) {
+  cnn_bench::InputGraph g(device);
+  const vkt::Tensor y = cnn_bench::add_conv_gemm(g, c, "");
+  vkt::Executor step(g.graph, {y});
+  unsigned seed = 1;
+  for (const vkt::Tensor& input : g.inputs) {
+    step.feed(input.name(),
+              random_values(static_cast<std::size_t>(input.shape().elements()), seed++));
+  }
   return median_seconds(reps, [&] {
     step.run();
     step.wait();
@@ -108,6 +149,7 @@ int main(int argc, char** argv) {
   cases.push_back({"x W     256x1024 * 1024x10", 256, 1024, 10});
   cases.push_back({"dy W^T  256x1024 * (784x1024)^T", 256, 1024, 784, false, true});
   cases.push_back({"x^T dy  (256x784)^T * 256x1024", 784, 256, 1024, true, false});
+  for (Case& c : cnn_cases()) cases.push_back(std::move(c));
 
   try {
     vkt::Instance instance;
@@ -127,13 +169,23 @@ int main(int argc, char** argv) {
       }
     }
     std::optional<double> ratio_1024;
+    std::map<int, double> fraction_of_peak;  // square size -> the first device's default variant's
     for (std::uint32_t index : devices) {
       vkt::Device device(instance, index);
       const vkt::MatmulVariant preferred = vkt::matmul_variant(device);
       fmt::print("\ndevice {}: {} ({}), default variant {}\n", index, device.info().name,
                  device.info().driver_info, name_of(preferred));
-      fmt::print("  {:<34}{:>8}{:>12}{:>12}{:>9}\n", "shape (M x K * K x N)", "variant", "vktower",
-                 "OpenBLAS", "ratio");
+      const vkt::bench::DeviceRoof roof =
+          vkt::bench::measure_device_roof(device, {.measure_copy = false});
+      fmt::print("  arithmetic roof (vkt-bench-peak's FMA kernel, this run): {:.1f} GFLOP/s ({})\n",
+                 roof.fma_gflops, roof.shape);
+      fmt::print("  {:<50}{:>8}{:>12}{:>12}{:>9}{:>9}\n", "shape (M x K * K x N)", "variant",
+                 "vktower", "OpenBLAS", "ratio", "of peak");
+      const auto row = [&](const std::string& label, const char* variant, double gflops,
+                           double ref) {
+        fmt::print("  {:<50}{:>8}{:>8.1f} GF/s{:>7.1f} GF/s{:>9.3f}{:>9.3f}\n", label, variant,
+                   gflops, ref, gflops / ref, gflops / roof.fma_gflops);
+      };
       for (const char* variant : {"texel", "tiled"}) {
         ::setenv("VKT_MATMUL_VARIANT", variant, 1);
         const vkt::MatmulVariant v = vkt::matmul_variant(device);
@@ -145,10 +197,16 @@ int main(int argc, char** argv) {
           const double blas = openblas_seconds(c, reps);
           const double t = vktower_seconds(device, c, v == preferred ? reps : 1);
           const double gflops = c.flops() / t / 1e9, ref = c.flops() / blas / 1e9;
-          fmt::print("  {:<34}{:>8}{:>8.1f} GF/s{:>7.1f} GF/s{:>9.3f}\n", c.label, variant, gflops,
-                     ref, gflops / ref);
-          if (v == preferred && c.m == 1024 && c.k == 1024 && c.n == 1024 && !ratio_1024) {
-            ratio_1024 = gflops / ref;
+          row(c.label, variant, gflops, ref);
+          if (c.conv) {
+            const double tc = conv_seconds(device, *c.conv, v == preferred ? reps : 1);
+            row("  the same as conv2d's implicit GEMM", variant, c.flops() / tc / 1e9, ref);
+          }
+          const bool square = c.m == c.k && c.k == c.n && !c.conv && !c.ta && !c.tb;
+          if (v == preferred && square && index == devices.front() &&
+              !fraction_of_peak.contains(c.m)) {
+            fraction_of_peak[c.m] = gflops / roof.fma_gflops;
+            if (c.m == 1024) ratio_1024 = gflops / ref;
           }
         }
       }
@@ -156,6 +214,11 @@ int main(int argc, char** argv) {
       if (sweep_tiles) vkt::bench::sweep_tiled_shapes(device, sweep_sizes, reps);
     }
     if (ratio_1024) fmt::print("\nmatmul_1024_ratio_vs_openblas={:.3f}\n", *ratio_1024);
+    for (const int size : {1024, 4096}) {
+      if (fraction_of_peak.contains(size)) {
+        fmt::print("matmul_{}_fraction_of_peak={:.3f}\n", size, fraction_of_peak.at(size));
+      }
+    }
     return 0;
   } catch (const vkt::Error& e) {
     fmt::print(stderr, "vkt-bench-matmul: {}\n", e.what());
