@@ -170,8 +170,9 @@ bool is_matmul(const vkt::Executor::CommandProfile& c) {
   return c.op.find("matmul") != std::string::npos;
 }
 
-/// Prints the per-kernel table; returns the share of the step outside matmul ops.
-double report_profile(const Profile& p) {
+/// Prints the per-kernel table and what the matmul ops reach against `roof`
+/// (GFLOP/s); returns the share of the step outside matmul ops.
+double report_profile(const Profile& p, double roof) {
   struct Row {
     int count = 0;
     double ms = 0;
@@ -199,6 +200,13 @@ double report_profile(const Profile& p) {
       "  profiled step: {:.2f} ms summed over {} commands ({} dispatches, {} barriers); the "
       "same step unprofiled: {:.2f} ms (device)\n",
       total, p.commands_recorded, p.dispatches, p.barriers, p.plain_device_ms);
+  if (matmul > 0) {
+    const double gflops = executed_flops() / (matmul / 1e3) / 1e9;
+    fmt::print(
+        "  matmul ops: {:.2f} ms for the step's {:.3f} GFLOP of matmuls = {:.1f} GFLOP/s = {:.3f} "
+        "of the roof; everything else {:.2f} ms\n",
+        matmul, executed_flops() / 1e9, gflops, gflops / roof, total - matmul);
+  }
   return total > 0 ? 1.0 - matmul / total : 0.0;
 }
 
@@ -318,8 +326,11 @@ int main(int argc, char** argv) {
                                                                   : "cuda";
     const char* threads = std::getenv("LP_NUM_THREADS");
     const char* core = std::getenv("OPENBLAS_CORETYPE");
-    fmt::print("device {}: {}; CPU {}; LP_NUM_THREADS={}, OPENBLAS_CORETYPE={}\n", flags.device,
-               info.name, cpu_model(), threads ? threads : "unset", core ? core : "unset");
+    fmt::print(
+        "device {}: {}; CPU {}; LP_NUM_THREADS={}, OPENBLAS_CORETYPE={}; timestamp period {} "
+        "ns\n",
+        flags.device, info.name, cpu_model(), threads ? threads : "unset", core ? core : "unset",
+        info.timestamp_period_ns);
     fmt::print(
         "MLP 784-1024-1024-10 ReLU, batch {}, 1 tower; step FLOPs counted as 3 x forward "
         "matmuls = {:.3f} GFLOP (the step runs {:.3f}: no input gradient of the first layer; "
@@ -352,7 +363,7 @@ int main(int argc, char** argv) {
       const Profile profile = profile_step(device, flags, name);
       fmt::print("{} step per kernel, device time (median of {} profiled steps):\n", name,
                  flags.reps);
-      const double outside = report_profile(profile);
+      const double outside = report_profile(profile, roof.fma_gflops);
       summary[fmt::format("outside_matmul_share_{}", name)] = fmt::format("{:.3f}", outside);
       summary[fmt::format("dispatches_per_step_{}", name)] = std::to_string(profile.dispatches);
 
