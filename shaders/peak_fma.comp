@@ -18,11 +18,13 @@ layout(push_constant) uniform Params {
   uint iterations;
 };
 
-// a * m + c rather than fma(): llvmpipe turns either into a vmulps and a
-// vaddps (seen in its JIT code), a GPU compiler into one FMA.
-#define STEP(a) a = a * m + c
+// fma() so that a GPU compiler emits one FMA whatever its contraction rules;
+// llvmpipe turns it (and a * m + c) into a vmulps and a vaddps (seen in its
+// JIT code), so lavapipe's roof is that of separate multiplies and adds.
+#define STEP(a) a = fma(a, m, c)
 // One step of every chain, chains interleaved so that neighbouring
-// instructions are independent.
+// instructions are independent (LLVM regroups them on lavapipe; the CPU's
+// out-of-order window overlaps them again).
 #define ROUND                      \
   STEP(a0);                        \
   if (CHAINS > 1) STEP(a1);        \
