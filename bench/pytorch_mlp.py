@@ -77,11 +77,12 @@ def main():
     for _ in range(args.warmup):
         step()
     sync()
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     for _ in range(args.steps):
         step()
     sync()
     seconds = time.perf_counter() - start
+    cpu_seconds = time.process_time() - cpu_start  # every thread of this process
     print(f"torch_version={torch.__version__}")
     print(f"torch_device={args.device}")
     if args.device == "cuda":
@@ -93,6 +94,8 @@ def main():
         print(f"openblas_core={openblas_core()}")
     print(f"pytorch_optimizer={args.optimizer}")
     print(f"pytorch_examples_per_s={args.batch * args.steps / seconds:.1f}")
+    if args.device == "cpu":
+        print(f"pytorch_examples_per_cpu_s={args.batch * args.steps / cpu_seconds:.1f}")
 
 
 if __name__ == "__main__":
