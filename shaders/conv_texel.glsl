@@ -18,6 +18,18 @@ const uint CONV_MODE = uint(CONV_GEMM);
 // in the input gradient, are one aligned texel.
 layout(constant_id = 6) const bool A_VEC = false;
 layout(constant_id = 7) const bool B_VEC = false;
+// The geometry's divisors as constants (conv_geometry.glsl): the same values
+// as the push constants, one pipeline per geometry.
+#define CONV_CONST_DIVISORS
+layout(constant_id = 8) const uint CONV_DIV_IN_H = 1u;
+layout(constant_id = 9) const uint CONV_DIV_IN_W = 1u;
+layout(constant_id = 10) const uint CONV_DIV_OUT_H = 1u;
+layout(constant_id = 11) const uint CONV_DIV_OUT_W = 1u;
+layout(constant_id = 12) const uint CONV_DIV_K_W = 1u;
+layout(constant_id = 13) const uint CONV_DIV_GROUP_C = 1u;
+layout(constant_id = 14) const uint CONV_DIV_GROUP_O = 1u;
+layout(constant_id = 15) const int CONV_DIV_STRIDE_H = 1;
+layout(constant_id = 16) const int CONV_DIV_STRIDE_W = 1;
 
 // Worked out before the k loop, per block row (ROW_SETUP), and once per k step
 // (K_SETUP), so that the loop adds only adds, compares and selects:
@@ -77,7 +89,7 @@ ivec3 x_corner(uint p) {
 // element offset from the corner); from `limit` on a row offset no corner reaches.
 ivec3 x_offsets(uint r, uint limit) {
   if (r >= limit) return ivec3(-(1 << 30), 0, 0);
-  ivec3 t = split_tap(r, group_c);
+  ivec3 t = split_tap(r, CONV_DIV_GROUP_C);
   int dh = t.x * dil_h, dw = t.y * dil_w;
   return ivec3(dh, dw, (dh * int(in_w) + dw) * int(in_c) + int(gl_WorkGroupID.z * group_c) + t.z);
 }
@@ -93,7 +105,7 @@ ivec3 conv_row(uint m) {
 }
 ivec3 conv_tap(uint k) {
   if (CONV_MODE == 0u) return x_offsets(k, K);
-  if (CONV_MODE == 1u) return k < K ? split_tap(k, group_o) : ivec3(-1);
+  if (CONV_MODE == 1u) return k < K ? split_tap(k, CONV_DIV_GROUP_O) : ivec3(-1);
   return k < K ? x_corner(k) : ivec3(0, -(1 << 30), 0);
 }
 

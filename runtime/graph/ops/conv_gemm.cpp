@@ -87,7 +87,13 @@ void record_texel(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g, Gemm
        .constants = {SpecConstant::u32(2, gemm == ConvGemm::BackpropFilter),
                      SpecConstant::u32(3, gemm == ConvGemm::BackpropInput),
                      SpecConstant::u32(5, b_rows_aligned), SpecConstant::u32(6, a_vec),
-                     SpecConstant::u32(7, gemm == ConvGemm::BackpropInput && a_vec)}});
+                     SpecConstant::u32(7, gemm == ConvGemm::BackpropInput && a_vec),
+                     // The divisors of the index arithmetic (conv_geometry.glsl).
+                     SpecConstant::u32(8, push.in_h), SpecConstant::u32(9, push.in_w),
+                     SpecConstant::u32(10, push.out_h), SpecConstant::u32(11, push.out_w),
+                     SpecConstant::u32(12, push.k_w), SpecConstant::u32(13, push.group_c),
+                     SpecConstant::u32(14, push.group_o), SpecConstant::i32(15, push.stride_h),
+                     SpecConstant::i32(16, push.stride_w)}});
   push.a_last = u32(a.size() / 16 - 1);
   push.b_last = u32(b.size() / 16 - 1);
   const std::uint32_t columns = 4 * rn4 * kTexelLanes;
