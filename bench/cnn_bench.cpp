@@ -34,6 +34,7 @@ struct Flags {
   int torch_steps = 20;
   bool skip_torch = false;
   bool skip_kernels = false;
+  bool profile = false;
   mnist::CnnOptions model{};
 };
 
@@ -173,6 +174,22 @@ void report_kernels(vkt::Instance& instance, const Flags& flags, const mnist::Cn
   fmt::print("conv_vs_matmul_gflops_ratio={:.2f}\n", matmul_ms_sum / conv_ms_sum);
 }
 
+void report_profile(vkt::Instance& instance, const Flags& flags, const mnist::CnnOptions& options) {
+  vkt::Device device(instance, 0);
+  const std::vector<cnn_bench::StepKernel> kernels =
+      cnn_bench::step_profile(device, flags.batch, options, flags.reps);
+  double total = 0;
+  for (const cnn_bench::StepKernel& k : kernels) total += k.ms;
+  fmt::print(
+      "1-tower step without the optimizer (batch {}), device time by op and kernel, "
+      "fastest of {}: {:.2f} ms\n",
+      flags.batch, flags.reps, total);
+  for (const cnn_bench::StepKernel& k : kernels) {
+    fmt::print("  {:7.2f} ms {:5.1f}%  {:<24} {:<22} x{}\n", k.ms, 100.0 * k.ms / total, k.op,
+               k.kernel, k.commands);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -213,6 +230,8 @@ int main(int argc, char** argv) {
   app.add_option("--dense", flags.model.dense_units, "hidden dense units")->capture_default_str();
   app.add_flag("--no-torch", flags.skip_torch, "skip the PyTorch reference");
   app.add_flag("--no-kernels", flags.skip_kernels, "skip the conv vs matmul kernel figures");
+  app.add_flag("--profile", flags.profile,
+               "only the 1-tower step's device time by op and kernel (no towers, no PyTorch)");
   CLI11_PARSE(app, argc, argv);
   flags.model.conv1_filters = filters[0];
   flags.model.conv2_filters = filters[1];
@@ -229,6 +248,10 @@ int main(int argc, char** argv) {
         "example), Adam, batch {}\n",
         instance.device(0).name, threads ? threads : "unset", core ? core : "unset",
         describe(options), mnist::forward_flops(options) / 1e6, flags.batch);
+    if (flags.profile) {
+      report_profile(instance, flags, options);
+      return 0;
+    }
     double best = 0, one_tower_ms = 0;
     for (const int n : flags.towers) {
       if (flags.batch % n != 0) {

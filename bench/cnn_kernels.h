@@ -165,4 +165,63 @@ inline double all_convs_ms(vkt::Device& device, const std::vector<ConvGemmCase>&
   return device_median_ms(g, outs, reps);
 }
 
+/// One kernel of a 1-tower training step (forward, loss and every gradient,
+/// no optimizer update) with its device time summed over its commands.
+struct StepKernel {
+  std::string op, kernel;
+  int commands = 0;
+  double ms = 0;
+};
+
+/// The step's device time by op and kernel (ExecutorOptions::profile), each
+/// command's fastest of `reps` runs (the least disturbed by other processes
+/// on a shared machine), largest first.
+inline std::vector<StepKernel> step_profile(vkt::Device& device, std::int64_t batch,
+                                            const mnist::CnnOptions& o, int reps) {
+  InputGraph g(device);
+  const vkt::Tensor x = g.input("x", {batch, 28, 28, 1});
+  const vkt::Tensor y = g.graph.input("y", {batch}, vkt::DType::I32);
+  const vkt::Tensor loss = vkt::sparse_softmax_cross_entropy(y, mnist::cnn_logits(x, o, true));
+  std::vector<vkt::Tensor> fetches{loss};
+  for (const vkt::Gradient& grad : vkt::gradients(loss, g.graph.trainable_variables())) {
+    fetches.push_back(grad.dense);
+  }
+  vkt::Executor exec(g.graph, fetches, {.training = true, .profile = true});
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
+  std::vector<float> xs(static_cast<std::size_t>(batch * 28 * 28));
+  for (float& v : xs) v = pixel(rng);
+  std::vector<std::int32_t> ys(static_cast<std::size_t>(batch));
+  for (auto& v : ys) v = static_cast<std::int32_t>(rng() % 10);
+  exec.feed("x", xs);
+  exec.feed("y", ys);
+  exec.run();
+  exec.wait();
+  std::vector<std::vector<double>> times;
+  std::vector<vkt::Executor::CommandProfile> commands;
+  for (int r = 0; r < reps; ++r) {
+    exec.run();
+    commands = exec.profile();
+    times.resize(commands.size());
+    for (std::size_t i = 0; i < commands.size(); ++i) times[i].push_back(commands[i].ms);
+  }
+  std::vector<StepKernel> kernels;
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    const double ms = *std::min_element(times[i].begin(), times[i].end());
+    const auto same = [&](const StepKernel& k) {
+      return k.op == commands[i].op && k.kernel == commands[i].kernel;
+    };
+    auto found = std::find_if(kernels.begin(), kernels.end(), same);
+    if (found == kernels.end()) {
+      kernels.push_back({commands[i].op, commands[i].kernel, 0, 0});
+      found = kernels.end() - 1;
+    }
+    found->commands += 1;
+    found->ms += ms;
+  }
+  std::sort(kernels.begin(), kernels.end(),
+            [](const StepKernel& a, const StepKernel& b) { return a.ms > b.ms; });
+  return kernels;
+}
+
 }  // namespace cnn_bench
