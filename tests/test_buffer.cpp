@@ -47,7 +47,14 @@ TEST_CASE("staging buffers are persistently mapped host memory") {
 
 TEST_CASE("buffers are move-only and free their memory") {
   vkt::Instance instance;
-  vkt::Device device(instance, 0, vkt::DeviceOptions{});  // mapped: uploads allocate nothing
+  vkt::Device device(instance, 0, vkt::DeviceOptions{});
+  if (!device.maps_storage()) {
+    // A discrete GPU stages transfers through one staging buffer, made on first
+    // use and kept: make it now, as large as the transfers below, so that the
+    // counts see the buffers alone.
+    vkt::Buffer warm(device, 4096);
+    warm.upload(std::vector<std::byte>(4096));
+  }
   const std::uint64_t allocations = device.allocation_count();
   const std::uint64_t bytes = device.allocated_bytes();
   {

@@ -11,13 +11,17 @@
 using Catch::Matchers::Contains;
 
 TEST_CASE("a staged copy moves data between two Devices on one physical device") {
-  // Each side mapped (lavapipe's memcpy path) or staged (a discrete GPU's path).
-  const bool src_staged = GENERATE(false, true);
-  const bool dst_staged = GENERATE(false, true);
-  INFO("source staged " << src_staged << ", destination staged " << dst_staged);
+  // Each side mapped (lavapipe's memcpy path) or staged (a discrete GPU's path,
+  // taken there whatever force_staging says).
+  const bool force_src = GENERATE(false, true);
+  const bool force_dst = GENERATE(false, true);
   vkt::Instance instance;
-  vkt::Device a(instance, 0, vkt::DeviceOptions{.force_staging = src_staged});
-  vkt::Device b(instance, 0, vkt::DeviceOptions{.force_staging = dst_staged});
+  vkt::Device a(instance, 0, vkt::DeviceOptions{.force_staging = force_src});
+  vkt::Device b(instance, 0, vkt::DeviceOptions{.force_staging = force_dst});
+  const bool src_staged = !a.maps_storage(), dst_staged = !b.maps_storage();
+  INFO("source staged " << src_staged << ", destination staged " << dst_staged);
+  if (force_src) REQUIRE(src_staged);
+  if (force_dst) REQUIRE(dst_staged);
   const std::size_t n = 10007;
   vkt::Buffer src(a, n * sizeof(float));
   vkt::Buffer dst(b, (n + 16) * sizeof(float));
@@ -69,12 +73,14 @@ TEST_CASE("copy_across checks its ranges before touching anything") {
 }
 
 TEST_CASE("a broadcast reads its source once and fills every destination") {
-  const bool src_staged = GENERATE(false, true);
-  INFO("source staged " << src_staged);
+  const bool force_src = GENERATE(false, true);
   vkt::Instance instance;
-  vkt::Device a(instance, 0, vkt::DeviceOptions{.force_staging = src_staged});
-  vkt::Device b(instance, 0, vkt::DeviceOptions{.force_staging = false});
+  vkt::Device a(instance, 0, vkt::DeviceOptions{.force_staging = force_src});
+  vkt::Device b(instance, 0, vkt::DeviceOptions{.force_staging = false});  // mapped where it can be
   vkt::Device c(instance, 0, vkt::DeviceOptions{.force_staging = true});
+  const bool src_staged = !a.maps_storage(), b_staged = !b.maps_storage();
+  INFO("source staged " << src_staged << ", b staged " << b_staged);
+  REQUIRE_FALSE(c.maps_storage());
   const std::size_t n = 777;
   const std::vector<float> x = vkt::test::random_floats(n, 5);
   vkt::Buffer src(a, n * sizeof(float));
@@ -84,13 +90,15 @@ TEST_CASE("a broadcast reads its source once and fills every destination") {
   vkt::Buffer staged(c, (n + 4) * sizeof(float));
   vkt::CrossDeviceCopy broadcast(
       src, {same, mapped, vkt::BufferRange(staged, 4 * sizeof(float), n * sizeof(float))});
-  // 1 device copy on `a`, a download where the source is staged, an upload to `c`.
-  CHECK(broadcast.device_copies() == 1 + int{src_staged} + 1);
+  // 1 device copy on `a`, a download where the source is staged, an upload to
+  // `b` where it is staged, an upload to `c`.
+  CHECK(broadcast.device_copies() == 1 + int{src_staged} + int{b_staged} + 1);
   for (int run = 1; run <= 2; ++run) {
     const std::span<const vkt::Ticket> arrived = broadcast.start();
     REQUIRE(arrived.size() == 3);
     CHECK(arrived[0].device == &a);
-    CHECK(arrived[1].device == nullptr);  // the host wrote it
+    // Mapped, the host wrote it; staged, b's upload did.
+    CHECK(arrived[1].device == (b_staged ? &b : nullptr));
     CHECK(arrived[2].device == &c);
     for (const vkt::Ticket& t : arrived) t.wait();
     CHECK(broadcast.host_waits() == static_cast<std::uint64_t>(run));  // one read per run

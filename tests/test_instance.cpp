@@ -1,10 +1,44 @@
 #include <catch2/catch.hpp>
 
+#include <link.h>
+
+#include <set>
+#include <string>
+
 #include <vktower/runtime/vulkan/device.h>
 #include <vktower/runtime/vulkan/instance.h>
+#include "shared_device.h"
 #include "test_support.h"
 
 using Catch::Matchers::Contains;
+
+namespace {
+
+/// The shared objects the process has loaded now, by path.
+std::set<std::string> loaded_libraries() {
+  std::set<std::string> names;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* out) {
+        static_cast<std::set<std::string>*>(out)->insert(info->dlpi_name);
+        return 0;
+      },
+      &names);
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("the test process holds one Instance, so later Instances load and unload no driver") {
+  // NVIDIA's driver takes static TLS that is never given back: loaded and
+  // unloaded with every Instance, it fails after a few dozen (RELIABILITY.md).
+  REQUIRE(vkt::test::shared_slot().instance != nullptr);  // made by main()
+  const std::set<std::string> before = loaded_libraries();
+  for (int i = 0; i < 3; ++i) {
+    const vkt::Instance instance;
+    CHECK(loaded_libraries() == before);
+  }
+  CHECK(loaded_libraries() == before);
+}
 
 TEST_CASE("Instance lists at least one usable device with the fields a compute user needs") {
   vkt::Instance instance;

@@ -15,11 +15,13 @@ int main(int argc, char* argv[]) {
   // Tests never touch the user's cache directory; towers then keep their
   // pipeline and tuning caches in memory (the [cache] tests use temporary dirs).
   ::setenv("VKT_CACHE_DIR", "off", 1);
+  // ctest's discovery lists the tests without running them: no Vulkan then.
+  bool listing = false;
+  for (int i = 1; i < argc; ++i) listing |= std::string_view(argv[i]).rfind("--list", 0) == 0;
+  // The Vulkan driver loaded once for the whole run (see shared_device.h).
+  if (!listing) vkt::test::keep_driver_loaded();
   const int failed = Catch::Session().run(argc, argv);
-  // ctest's discovery lists the tests without running them: say nothing then.
-  for (int i = 1; i < argc; ++i) {
-    if (std::string_view(argv[i]).rfind("--list", 0) == 0) return failed;
-  }
+  if (listing) return failed;
   vkt::test::release_shared_device();  // so that leaks it reports are counted
   const bool validation = vkt::InstanceOptions::from_environment().validation;
   const std::uint64_t messages = vkt::Instance::process_validation_messages();

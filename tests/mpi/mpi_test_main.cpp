@@ -12,13 +12,17 @@
 
 #include <vktower/runtime/mpi/process_group.h>
 
+#include "../shared_device.h"
+
 int main(int argc, char* argv[]) {
   ::setenv("VKT_CACHE_DIR", "off", 1);  // tests never touch the user's cache directory
   vkt::ProcessGroup& world = vkt::mpi_world();
   // A rank whose REQUIRE failed skips the rest of its case: the others stop at
   // this deadline rather than wait for it until ctest's timeout.
   world.set_timeout(std::chrono::seconds(60));
+  vkt::test::keep_driver_loaded();  // the driver loaded once per rank (shared_device.h)
   const int failed = Catch::Session().run(argc, argv);
+  vkt::test::release_shared_device();  // so that leaks it reports are counted
   // The validation gate, as vkt-tests has it: any message fails the rank.
   const std::uint64_t messages = vkt::Instance::process_validation_messages();
   std::fprintf(stderr, "rank %d: validation layer: %s, validation messages: %llu\n", world.rank(),
