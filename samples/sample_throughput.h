@@ -1,23 +1,69 @@
 #pragma once
-// The samples' training-rate hook.
+// The samples' training-rate hook, and their start-up time.
+
+#include <fmt/format.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
+#include <fstream>
+#include <string>
 
 #include <vktower/tower/model_fn.h>
 
+/// Seconds since this process started: the kernel's start time of the process
+/// (/proc/self/stat, in clock ticks since boot, usually 10 ms) against
+/// CLOCK_BOOTTIME, so the dynamic loader and static initialization count too.
+/// The tick truncates the start, so this reads up to one tick long. 0 where
+/// /proc is not there.
+inline double seconds_since_process_start() {
+  std::ifstream in("/proc/self/stat");
+  std::string stat;
+  std::getline(in, stat);
+  // Field 2, the command name, is in parentheses and may hold spaces: count
+  // fields from the space after the last ')', which comes before field 3; the
+  // start time is field 22.
+  const std::size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::size_t at = close + 1;
+  for (int field = 3; field < 22 && at != std::string::npos; ++field) {
+    at = stat.find(' ', at + 1);
+  }
+  if (at == std::string::npos) return 0;
+  const double start_ticks = std::stod(stat.substr(at + 1));
+  timespec now{};
+  if (::clock_gettime(CLOCK_BOOTTIME, &now) != 0) return 0;
+  const double now_s = static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+  return now_s - start_ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
 /// Times the training steps themselves: begin() comes after the model is
 /// built (shader pipelines, first uploads), so examples/s is the steady rate.
+/// The first begin() also marks the start-up's end: process start to the first
+/// training step.
 class Throughput : public vkt::TrainingHook {
  public:
   using Clock = std::chrono::steady_clock;
-  void begin() override { start_ = Clock::now(); }
+  void begin() override {
+    if (startup_s_ < 0) startup_s_ = seconds_since_process_start();
+    start_ = Clock::now();
+  }
   void after_step(std::uint64_t, float) override { ++steps_; }
   void end() override { seconds_ = std::chrono::duration<double>(Clock::now() - start_).count(); }
   double steps_per_s() const { return seconds_ > 0 ? static_cast<double>(steps_) / seconds_ : 0; }
+  /// Seconds from process start to the first training step; -1 before it.
+  double startup_s() const { return startup_s_; }
 
  private:
   Clock::time_point start_;
   std::uint64_t steps_ = 0;
   double seconds_ = 0;
+  double startup_s_ = -1;
 };
+
+/// The report's start-up line: `startup_s=S`, process start to the first step
+/// (shader pipelines built or, from the pipeline cache, loaded).
+inline void print_startup(const Throughput& throughput) {
+  fmt::print("startup_s={:.3f}\n", throughput.startup_s());
+}

@@ -37,6 +37,26 @@ std::uint32_t crc32_of(std::span<const std::byte> data) {
   return static_cast<std::uint32_t>(crc);
 }
 
+std::string hex(std::span<const std::uint8_t> bytes);
+
+// Why a file's bytes are not a valid cache of this device, or empty.
+std::string file_rejection(std::span<const std::byte> bytes, const DeviceCacheKey& key) {
+  FileHeader header;
+  const FileHeader expected;
+  if (bytes.size() < sizeof(header)) return fmt::format("{} bytes is too short", bytes.size());
+  std::memcpy(&header, bytes.data(), sizeof(header));
+  if (std::memcmp(header.magic, expected.magic, sizeof(header.magic)) != 0) {
+    return "it is not a vktower pipeline cache file";
+  }
+  const std::span<const std::byte> data = bytes.subspan(sizeof(header));
+  if (header.data_bytes != data.size()) {
+    return fmt::format("it should hold {} bytes of cache data, not {} (truncated?)",
+                       header.data_bytes, data.size());
+  }
+  if (crc32_of(data) != header.data_crc32) return "its checksum does not match its data";
+  return pipeline_cache_rejection(data, key);
+}
+
 std::string hex(std::span<const std::uint8_t> bytes) {
   std::string out;
   for (const std::uint8_t b : bytes) out += fmt::format("{:02x}", b);
@@ -77,64 +97,68 @@ std::string pipeline_cache_rejection(std::span<const std::byte> data, const Devi
 
 PipelineCache::PipelineCache(VkDevice device, const DeviceCacheKey& key,
                              const std::optional<std::filesystem::path>& dir)
-    : device_(device) {
+    : device_(device), key_(key) {
   if (dir && !dir->empty()) file_ = *dir / ("pipelines-" + key.stem() + ".bin");
-  const std::vector<std::byte> data = file_.empty() ? std::vector<std::byte>() : read_file(key);
-  VkPipelineCacheCreateInfo info{};
-  info.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO;
-  info.initialDataSize = data.size();
-  info.pInitialData = data.empty() ? nullptr : data.data();
-  VKT_CHECK(vkCreatePipelineCache(device_, &info, nullptr, &cache_));
+  std::string why;
+  std::vector<std::byte> data = read_file(why);
+  if (!why.empty()) {
+    detail::log().warn("ignoring the pipeline cache '{}': {}; starting cold, it will be rewritten",
+                       file_.string(), why);
+  }
+  cache_ = make_cache(data);
   loaded_bytes_ = data.size();
-  saved_ = data;
+  saved_ = std::move(data);
 }
 
 PipelineCache::~PipelineCache() {
   vkDestroyPipelineCache(device_, cache_, nullptr);
 }
 
-std::vector<std::byte> PipelineCache::read_file(const DeviceCacheKey& key) const {
+VkPipelineCache PipelineCache::make_cache(std::span<const std::byte> data) const {
+  VkPipelineCacheCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO;
+  info.initialDataSize = data.size();
+  info.pInitialData = data.empty() ? nullptr : data.data();
+  VkPipelineCache cache = VK_NULL_HANDLE;
+  VKT_CHECK(vkCreatePipelineCache(device_, &info, nullptr, &cache));
+  return cache;
+}
+
+std::vector<std::byte> PipelineCache::read_file(std::string& why) const {
   std::error_code ec;
-  const std::uintmax_t size = std::filesystem::file_size(file_, ec);
-  if (ec) return {};  // no file yet: a cold start
-  const auto ignore = [&](const std::string& why) {
-    detail::log().warn("ignoring the pipeline cache '{}': {}; starting cold, it will be rewritten",
-                       file_.string(), why);
-    return std::vector<std::byte>();
-  };
+  const std::uintmax_t size = file_.empty() ? 0 : std::filesystem::file_size(file_, ec);
+  if (file_.empty() || ec) return {};  // no file yet: a cold start
   if (size > kMaxFileBytes) {
-    return ignore(
-        fmt::format("{} bytes is more than the {} a pipeline cache may take", size, kMaxFileBytes));
+    why =
+        fmt::format("{} bytes is more than the {} a pipeline cache may take", size, kMaxFileBytes);
+    return {};
   }
   std::vector<std::byte> bytes(static_cast<std::size_t>(size));
   std::ifstream in(file_, std::ios::binary);
   in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   if (!in || in.gcount() != static_cast<std::streamsize>(bytes.size())) {
-    return ignore("it cannot be read whole");
+    why = "it cannot be read whole";
+    return {};
   }
-  FileHeader header;
-  const FileHeader expected;
-  if (bytes.size() < sizeof(header)) return ignore(fmt::format("{} bytes is too short", size));
-  std::memcpy(&header, bytes.data(), sizeof(header));
-  if (std::memcmp(header.magic, expected.magic, sizeof(header.magic)) != 0) {
-    return ignore("it is not a vktower pipeline cache file");
-  }
-  const std::span<const std::byte> data = std::span(bytes).subspan(sizeof(header));
-  if (header.data_bytes != data.size()) {
-    return ignore(fmt::format("it should hold {} bytes of cache data, not {} (truncated?)",
-                              header.data_bytes, data.size()));
-  }
-  if (crc32_of(data) != header.data_crc32) return ignore("its checksum does not match its data");
-  if (const std::string why = pipeline_cache_rejection(data, key); !why.empty()) {
-    return ignore(why);
-  }
-  return {data.begin(), data.end()};
+  why = file_rejection(bytes, key_);
+  if (!why.empty()) return {};
+  return {bytes.begin() + sizeof(FileHeader), bytes.end()};
 }
 
 void PipelineCache::save() {
   if (file_.empty()) return;
   std::lock_guard lock(mutex_);
   try {
+    // Other Devices (towers, an evaluation model, other processes) may have
+    // saved pipelines this one never made: merge them in, so the file keeps them.
+    std::string why;
+    const std::vector<std::byte> on_disk = read_file(why);
+    if (!on_disk.empty() && on_disk != saved_) {
+      const VkPipelineCache theirs = make_cache(on_disk);
+      const VkResult merged = vkMergePipelineCaches(device_, cache_, 1, &theirs);
+      vkDestroyPipelineCache(device_, theirs, nullptr);
+      VKT_CHECK(merged);
+    }
     std::size_t size = 0;
     VKT_CHECK(vkGetPipelineCacheData(device_, cache_, &size, nullptr));
     std::vector<std::byte> data(size);
@@ -142,7 +166,7 @@ void PipelineCache::save() {
     // calls: what fits is then a valid, smaller cache (the spec says so).
     VKT_CHECK(vkGetPipelineCacheData(device_, cache_, &size, data.data()));
     data.resize(size);
-    if (data == saved_) return;
+    if (data == on_disk || pipeline_cache_rejection(data, key_) != "") return;
     FileHeader header;
     header.data_bytes = data.size();
     header.data_crc32 = crc32_of(data);

@@ -41,8 +41,9 @@ class PipelineCache {
   const std::filesystem::path& file() const { return file_; }
   /// How many bytes of cache data the Device started with (0: cold).
   std::size_t loaded_bytes() const { return loaded_bytes_; }
-  /// Writes the cache's data to the file, atomically (a temporary file renamed),
-  /// unless it equals what was loaded or last saved. Call it between steps,
+  /// Writes the cache's data, merged with what the file holds now (other
+  /// Devices' pipelines), to the file, atomically (a temporary file renamed),
+  /// unless that is what the file holds already. Call it between steps,
   /// never while pipelines are being made elsewhere. Never throws: a failure is
   /// logged, and the next run starts colder.
   void save();
@@ -52,9 +53,12 @@ class PipelineCache {
   static constexpr std::uintmax_t kMaxFileBytes = std::uintmax_t{64} << 20;
 
  private:
-  std::vector<std::byte> read_file(const DeviceCacheKey& key) const;
+  // The file's cache data when it is valid; empty, with `why` set, when not.
+  std::vector<std::byte> read_file(std::string& why) const;
+  VkPipelineCache make_cache(std::span<const std::byte> data) const;
 
   VkDevice device_;
+  DeviceCacheKey key_;
   VkPipelineCache cache_ = VK_NULL_HANDLE;
   std::filesystem::path file_;
   std::size_t loaded_bytes_ = 0;

@@ -57,32 +57,35 @@ std::string parse(const std::string& text, const std::string& device,
 
 TuningCache::TuningCache(std::filesystem::path file, std::string device)
     : file_(std::move(file)), device_(std::move(device)) {
-  entries_ = read_file();
+  std::string why;
+  entries_ = read_file(why);
+  if (!why.empty()) {
+    detail::log().warn("ignoring the tuning cache '{}': {}; it will be rewritten", file_.string(),
+                       why);
+  }
 }
 
 TuningCache::~TuningCache() {
   save();
 }
 
-TuningCache::Entries TuningCache::read_file() const {
+TuningCache::Entries TuningCache::read_file(std::string& why) const {
   Entries entries;
   std::error_code ec;
   const std::uintmax_t size = std::filesystem::file_size(file_, ec);
   if (ec) return entries;  // no file yet: nothing tuned on this device
-  const auto ignore = [&](const std::string& why) {
-    detail::log().warn("ignoring the tuning cache '{}': {}; it will be rewritten", file_.string(),
-                       why);
-    return Entries{};
-  };
   if (size > kMaxFileBytes) {
-    return ignore(
-        fmt::format("{} bytes is more than a tuning file holds ({})", size, kMaxFileBytes));
+    why = fmt::format("{} bytes is more than a tuning file holds ({})", size, kMaxFileBytes);
+    return entries;
   }
   std::ifstream in(file_, std::ios::binary);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in && !in.eof()) return ignore("it cannot be read");
-  if (const std::string why = parse(text, device_, entries); !why.empty()) return ignore(why);
-  return entries;
+  if (!in && !in.eof()) {
+    why = "it cannot be read";
+    return entries;
+  }
+  why = parse(text, device_, entries);
+  return why.empty() ? entries : Entries{};
 }
 
 std::optional<std::vector<std::uint32_t>> TuningCache::find(std::string_view key) const {
@@ -103,7 +106,8 @@ void TuningCache::save() {
   std::lock_guard lock(mutex_);
   if (!dirty_ || file_.empty()) return;
   // Another process may have tuned other keys since we read the file: keep them.
-  Entries merged = read_file();
+  std::string why;  // a bad file was reported when it was loaded; now it is replaced
+  Entries merged = read_file(why);
   for (const auto& [key, values] : entries_) merged[key] = values;
   json entries = json::object();
   for (const auto& [key, values] : merged) entries[key] = values;

@@ -53,7 +53,8 @@ class TuningCache {
 
  private:
   using Entries = std::map<std::string, std::vector<std::uint32_t>, std::less<>>;
-  Entries read_file() const;
+  // The file's entries; none, with `why` set, when it is not a valid one.
+  Entries read_file(std::string& why) const;
 
   std::filesystem::path file_;
   std::string device_;

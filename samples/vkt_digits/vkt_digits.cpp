@@ -139,6 +139,7 @@ int main(int argc, char** argv) {
     fmt::print("{:<12} {:.0f}\n", "examples/s", examples_per_s);
     fmt::print("{:<12} {:.1f} s\n", "wall time", wall);
     print_model_dir(estimator, flags);
+    print_startup(*throughput);
     fmt::print("test_accuracy={:.4f} examples_per_s={:.0f} towers={}\n", result.at("accuracy"),
                examples_per_s, all_towers);
     return 0;

@@ -14,6 +14,7 @@
 #include <vktower/tower/replicate.h>
 #include <vktower/vktower.h>
 #include "../sample_flags.h"
+#include "../sample_throughput.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -134,13 +135,16 @@ int main(int argc, char** argv) {
     const vkt::InputFn input = [rows](const vkt::InputContext& context) {
       return std::make_unique<AlternatingInput>(rows, context.start_batch);
     };
-    estimator.train(input, {.steps = steps, .hooks = {std::make_shared<PrintLoss>(chief)}});
+    const auto throughput = std::make_shared<Throughput>();  // for the start-up time
+    estimator.train(input,
+                    {.steps = steps, .hooks = {std::make_shared<PrintLoss>(chief), throughput}});
     if (!chief) return 0;  // rank 0's model_dir holds the checkpoints
     const float c = estimator.variable_value("c").f32.at(0);  // from the newest checkpoint
     if (vkt::InstanceOptions::from_environment().validation) {
       fmt::print("validation messages: {}\n", vkt::Instance::process_validation_messages());
     }
     fmt::print("c={}\n", c);
+    print_startup(*throughput);
     return 0;
   } catch (const vkt::Error& e) {
     fmt::print(stderr, "vkt-linear: {}\n", e.what());

@@ -16,6 +16,7 @@
 #include <vktower/vktower.h>
 #include "../sample_cli.h"
 #include "../sample_data.h"
+#include "../sample_throughput.h"
 
 #include <chrono>
 #include <cstdint>
@@ -137,11 +138,12 @@ int main(int argc, char** argv) {
                  towers.description,
                  processes > 1 ? fmt::format(" in each of {} processes", processes) : "");
     }
+    const auto throughput = std::make_shared<Throughput>();  // for the start-up time
     estimator.train(vkt::dataset_input(train, {.batch_size = flags.batch_size,
                                                .epochs = 0,
                                                .shuffle_seed = flags.seed,
                                                .drop_remainder = true}),
-                    {.steps = flags.steps});
+                    {.steps = flags.steps, .hooks = {throughput}});
     const std::map<std::string, double> result =
         estimator.evaluate(vkt::dataset_input(test, {.batch_size = flags.batch_size}));
     const double wall = std::chrono::duration<double>(Clock::now() - started).count();
@@ -158,6 +160,7 @@ int main(int argc, char** argv) {
     fmt::print("{:<12} {}\n", "devices", towers.description);
     fmt::print("{:<12} {:.1f} s\n", "wall time", wall);
     print_model_dir(estimator, flags);
+    print_startup(*throughput);
     fmt::print("test_accuracy={:.4f}\n", result.at("accuracy"));
     return 0;
   } catch (const vkt::Error& e) {
