@@ -1,6 +1,7 @@
 #pragma once
-// The tiled (GPU) matmul kernel timed at each candidate tile shape: how a
-// device's best shape is found (vkt-bench-matmul --sweep-tiles). Each shape's
+// The tiled (GPU) matmul kernel timed at each candidate tile shape that a
+// tuning run tries (vkt::tiled_candidates), with the figures printed
+// (vkt-bench-matmul --sweep-tiles). Each shape's
 // result is checked against a double-precision product on sampled elements,
 // so a shape that computes wrong numbers is reported, not ranked.
 
@@ -16,17 +17,6 @@
 #include <vector>
 
 namespace vkt::bench {
-
-/// Shapes worth trying on a GPU: 64 to 256 wide tiles, 8 to 32 deep, 4x4 to
-/// 8x8 register blocks, 64 to 512 invocations.
-inline std::vector<TiledShape> tiled_candidates() {
-  return {
-      {64, 64, 16, 4, 4},   {64, 64, 8, 4, 4},     {64, 64, 32, 4, 4},  {64, 64, 16, 8, 8},
-      {128, 64, 16, 8, 4},  {64, 128, 16, 4, 8},   {128, 128, 8, 8, 8}, {128, 128, 16, 8, 8},
-      {128, 128, 32, 8, 8}, {128, 128, 16, 8, 4},  {128, 128, 8, 4, 8}, {256, 128, 8, 8, 8},
-      {128, 256, 8, 8, 8},  {256, 128, 16, 16, 8}, {128, 64, 8, 8, 8},  {64, 128, 8, 8, 8},
-  };
-}
 
 struct TiledSweepResult {
   TiledShape shape;
@@ -111,7 +101,7 @@ inline TiledSweepResult time_tiled_shape(Device& device, const TiledShape& shape
 /// Times every candidate that fits `device` at each size, prints a line per
 /// shape and the best one per size; returns the best at the last size.
 inline TiledShape sweep_tiled_shapes(Device& device, const std::vector<int>& sizes, int reps) {
-  TiledShape best_shape = tiled_shape(device);
+  TiledShape best_shape = default_tiled_shape(device);
   for (int size : sizes) {
     const auto n = static_cast<std::uint32_t>(size);
     const int batch = std::clamp(int(4096.0 * 4096 * 4096 / (double(n) * n * n)), 1, 64);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "../../vulkan/detail/log.h"
 #include "../../vulkan/device.h"
 
 namespace vkt {
@@ -17,7 +18,8 @@ std::string TiledShape::str() const {
 
 bool tiled_shape_fits(const Device& device, const TiledShape& s) {
   if (s.tm == 0 || s.tn == 0 || s.bk == 0 || s.tm % 4 != 0 || s.tn % 4 != 0 || s.bm % s.tm != 0 ||
-      s.bn % s.tn != 0 || s.bm < 16) {
+      s.bn % s.tn != 0 || s.bm < 16 || s.bm > 1024 || s.bn > 1024 || s.bk > 256 ||
+      s.tm * s.tn > 256) {
     return false;
   }
   const DeviceInfo& info = device.info();
@@ -27,10 +29,40 @@ bool tiled_shape_fits(const Device& device, const TiledShape& s) {
          s.shared_bytes() <= info.max_shared_memory_bytes;
 }
 
-TiledShape tiled_shape(const Device& device) {
+std::vector<TiledShape> tiled_candidates() {
+  return {
+      {64, 64, 16, 4, 4},   {64, 64, 8, 4, 4},     {64, 64, 32, 4, 4},  {64, 64, 16, 8, 8},
+      {128, 64, 16, 8, 4},  {64, 128, 16, 4, 8},   {128, 128, 8, 8, 8}, {128, 128, 16, 8, 8},
+      {128, 128, 32, 8, 8}, {128, 128, 16, 8, 4},  {128, 128, 8, 4, 8}, {256, 128, 8, 8, 8},
+      {128, 256, 8, 8, 8},  {256, 128, 16, 16, 8}, {128, 64, 8, 8, 8},  {64, 128, 8, 8, 8},
+  };
+}
+
+TiledShape default_tiled_shape(const Device& device) {
+  if (const TiledShape big{128, 128, 8, 8, 8}; tiled_shape_fits(device, big)) return big;
   TiledShape shape;
   if (device.info().max_workgroup_invocations < 256) shape.tm = shape.tn = 8;
   return shape;
+}
+
+std::optional<TiledShape> stored_tiled_shape(Device& device) {
+  const auto values = device.tuning().find(kTiledShapeKey);
+  if (!values) return std::nullopt;
+  if (values->size() == 5) {
+    const TiledShape s{(*values)[0], (*values)[1], (*values)[2], (*values)[3], (*values)[4]};
+    if (tiled_shape_fits(device, s)) return s;
+  }
+  detail::log().warn(
+      "tuning cache: '{}' holds {} values that are not a tile shape {} can run; "
+      "ignored",
+      kTiledShapeKey, values->size(), device.info().name);
+  return std::nullopt;
+}
+
+TiledShape tiled_shape(Device& device) {
+  if (auto s = stored_tiled_shape(device)) return *s;
+  if (device.info().is_lavapipe) return default_tiled_shape(device);
+  return tune_tiled_shape(device);
 }
 
 }  // namespace vkt

@@ -1,9 +1,12 @@
 #pragma once
 // The tile shape of the tiled (GPU) matmul kernel, shaders/matmul_tiled.glsl,
-// which matmul, the batched matmul and conv2d's implicit GEMMs share.
+// which matmul, the batched matmul and conv2d's implicit GEMMs share: chosen
+// per device by a short tuning run on first use and remembered in the
+// device's TuningCache (Device::tuning()).
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,7 +18,8 @@ class Device;
 
 /// A workgroup computes a bm x bn tile of C, bk deep per shared-memory slab;
 /// each invocation a tm x tn block (multiples of 4), so the workgroup has
-/// (bn / tn) x (bm / tm) invocations.
+/// (bn / tn) x (bm / tm) invocations. The shape changes the speed only: every
+/// shape sums each output over k in the same order, so the numbers are the same.
 struct TiledShape {
   std::uint32_t bm = 64, bn = 64, bk = 16, tm = 4, tn = 4;
 
@@ -25,15 +29,42 @@ struct TiledShape {
   /// Specialization constants 2-6 of the kernel (the tile itself).
   std::vector<SpecConstant> constants() const;
   std::string str() const;
+  bool operator==(const TiledShape&) const = default;
 };
 
 /// Whether `device` can run `shape`: the divisibility the kernel needs, at
-/// least 16 rows (conv2d splits its dispatches by that), the
-/// workgroup's invocations and shared memory within the device's limits.
+/// least 16 rows (conv2d splits its dispatches by that), the workgroup's
+/// invocations and shared memory within the device's limits.
 bool tiled_shape_fits(const Device& device, const TiledShape& shape);
 
-/// The shape the tiled kernel uses on `device`: 64 x 64 tiles, 16 deep, with
-/// 4 x 4 blocks (256 invocations), or 8 x 8 where a device allows fewer.
-TiledShape tiled_shape(const Device& device);
+/// The shapes a tuning run tries: 64 to 256 wide tiles, 8 to 32 deep, 4x4 to
+/// 16x8 blocks, 64 to 512 invocations.
+std::vector<TiledShape> tiled_candidates();
+
+/// The shape before any tuning: 128 x 128 tiles, 8 deep, 8 x 8 blocks (the
+/// fastest on an H100 by vkt-bench-matmul --sweep-tiles), else 64 x 64 x 16
+/// with 4 x 4 (or 8 x 8) blocks where the device's limits are smaller.
+TiledShape default_tiled_shape(const Device& device);
+
+/// The TuningCache key of the tiled kernel's shape; names the kernel's layout
+/// version, so a shape tuned for an older kernel is not reused.
+inline constexpr const char* kTiledShapeKey = "matmul_tiled/v2";
+
+/// The shape in the device's TuningCache, if it holds one the device can run
+/// (one it cannot is ignored with a log line).
+std::optional<TiledShape> stored_tiled_shape(Device& device);
+
+/// The shape the tiled kernel uses on `device`: the one in its TuningCache
+/// when that fits the device, else (first use on a GPU) the result of
+/// tune_tiled_shape(), stored there. lavapipe is not tuned (its matmuls take
+/// the texel kernel) and gets default_tiled_shape().
+TiledShape tiled_shape(Device& device);
+
+/// Times C = A * B at `size`^3 with every candidate that fits `device`
+/// (device timestamps where the device has them, else wall time), stores the
+/// fastest in the device's TuningCache and returns it (a shape already stored
+/// is returned as is). Takes a fraction of a second on a GPU; the process's
+/// tuning runs take turns, so towers on one GPU do not time each other's work.
+TiledShape tune_tiled_shape(Device& device, std::uint32_t size = 2048);
 
 }  // namespace vkt

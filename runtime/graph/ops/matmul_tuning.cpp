@@ -1,0 +1,83 @@
+// tune_tiled_shape (matmul_tiles.h): the tiled matmul kernel timed at each
+// candidate tile shape on the device itself.
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <mutex>
+
+#include "../../vulkan/buffer.h"
+#include "../../vulkan/detail/log.h"
+#include "../../vulkan/device.h"
+#include "../../vulkan/stream.h"
+#include "matmul_tiles.h"
+
+namespace vkt {
+namespace {
+
+struct Push {
+  std::uint32_t m, n, k;
+};
+
+// Seconds of `dispatches` back-to-back products with `shape`, the best of 3
+// runs after a warm-up (the best, not the median: other work on the device
+// only ever adds time).
+double time_shape(Device& device, const TiledShape& shape, const Buffer& a, const Buffer& b,
+                  const Buffer& c, std::uint32_t n, int dispatches) {
+  std::vector<SpecConstant> constants = shape.constants();
+  constants.push_back(SpecConstant::u32(7, 0));
+  constants.push_back(SpecConstant::u32(8, 0));
+  const Kernel& kernel = device.kernel(
+      {.shader = "matmul_tiled", .local_size = shape.local_size(), .constants = constants});
+  const Groups groups{(n + shape.bn - 1) / shape.bn, (n + shape.bm - 1) / shape.bm, 1};
+  const bool stamps = device.info().timestamps;
+  Stream stream(device);
+  const std::size_t t0 = stamps ? stream.timestamp() : 0;
+  for (int i = 0; i < dispatches; ++i) stream.dispatch(kernel, {a, b, c}, Push{n, n, n}, groups);
+  const std::size_t t1 = stamps ? stream.timestamp() : 0;
+  stream.run();
+  double best = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < 3; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    stream.run();
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best = std::min(best, stamps ? stream.elapsed_ns(t0, t1) * 1e-9 : wall);
+  }
+  return best;
+}
+
+}  // namespace
+
+TiledShape tune_tiled_shape(Device& device, std::uint32_t size) {
+  // One tuning run at a time in the process: towers on one GPU would
+  // otherwise time each other's work. The first to finish stores the shape;
+  // the others then find it.
+  static std::mutex tuning;
+  const std::lock_guard lock(tuning);
+  if (const auto stored = stored_tiled_shape(device)) return *stored;
+  const std::size_t bytes = std::size_t{size} * size * sizeof(float);
+  Buffer a(device, bytes), b(device, bytes), c(device, bytes);
+  // Zeros cost the same arithmetic as any other values.
+  {
+    Stream fill(device);
+    fill.fill(a, 0);
+    fill.fill(b, 0);
+    fill.run();
+  }
+  const auto start = std::chrono::steady_clock::now();
+  TiledShape best = default_tiled_shape(device);
+  double best_seconds = std::numeric_limits<double>::infinity();
+  for (const TiledShape& shape : tiled_candidates()) {
+    if (!tiled_shape_fits(device, shape)) continue;
+    const double seconds = time_shape(device, shape, a, b, c, size, 2);
+    if (seconds < best_seconds) best_seconds = seconds, best = shape;
+  }
+  device.tuning().store(kTiledShapeKey, {best.bm, best.bn, best.bk, best.tm, best.tn});
+  detail::log().info(
+      "tuned the tiled matmul on {}: {} ({:.0f} GFLOP/s at {}^3; {:.2f} s)", device.info().name,
+      best.str(), 2.0 * size * size * double(size) * 2 / best_seconds / 1e9, size,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return best;
+}
+
+}  // namespace vkt
