@@ -12,12 +12,16 @@
 
 #include <vktower/tower/model_fn.h>
 
-/// Seconds since this process started: the kernel's start time of the process
-/// (/proc/self/stat, in clock ticks since boot, usually 10 ms) against
+/// When static initialization reached this header: the fallback start.
+inline const std::chrono::steady_clock::time_point kStaticInitTime =
+    std::chrono::steady_clock::now();
+
+/// Seconds since this process started by the kernel's account: its start
+/// time (/proc/self/stat, in clock ticks since boot, usually 10 ms) against
 /// CLOCK_BOOTTIME, so the dynamic loader and static initialization count too.
-/// The tick truncates the start, so this reads up to one tick long. 0 where
+/// The tick truncates the start, so this reads up to one tick long. -1 where
 /// /proc is not there.
-inline double seconds_since_process_start() {
+inline double seconds_since_kernel_start() {
   std::ifstream in("/proc/self/stat");
   std::string stat;
   std::getline(in, stat);
@@ -25,17 +29,27 @@ inline double seconds_since_process_start() {
   // fields from the space after the last ')', which comes before field 3; the
   // start time is field 22.
   const std::size_t close = stat.rfind(')');
-  if (close == std::string::npos) return 0;
+  if (close == std::string::npos) return -1;
   std::size_t at = close + 1;
   for (int field = 3; field < 22 && at != std::string::npos; ++field) {
     at = stat.find(' ', at + 1);
   }
-  if (at == std::string::npos) return 0;
+  if (at == std::string::npos) return -1;
   const double start_ticks = std::stod(stat.substr(at + 1));
   timespec now{};
-  if (::clock_gettime(CLOCK_BOOTTIME, &now) != 0) return 0;
+  if (::clock_gettime(CLOCK_BOOTTIME, &now) != 0) return -1;
   const double now_s = static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
   return now_s - start_ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+/// Seconds since this process started: the kernel's account where it is
+/// plausible, else since static initialization. A virtual machine restored
+/// from a snapshot keeps the start times of before (an NVIDIA H100 machine
+/// read -7e6 s), so a value below 0 or above a day is not trusted.
+inline double seconds_since_process_start() {
+  const double kernel = seconds_since_kernel_start();
+  if (kernel >= 0 && kernel < 86400) return kernel;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - kStaticInitTime).count();
 }
 
 /// Times the training steps themselves: begin() comes after the model is
