@@ -28,6 +28,7 @@
 #include "runtime/graph/ops/elementwise.h"
 #include "runtime/graph/ops/embedding.h"
 #include "runtime/graph/ops/layer_norm.h"
+#include "runtime/graph/ops/dense_fused.h"
 #include "runtime/graph/ops/layers.h"
 #include "runtime/graph/ops/losses.h"
 #include "runtime/graph/ops/matmul.h"

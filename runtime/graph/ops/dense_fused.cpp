@@ -14,6 +14,7 @@
 #include "kernel_util.h"
 #include "matmul.h"
 #include "matmul_tiles.h"
+#include "shape_ops.h"
 #include "texel_view.h"
 
 namespace vkt {
@@ -40,6 +41,7 @@ struct BiasGradPush {
 
 constexpr std::uint32_t kTexelLanes = 8;  // matmul.cpp's texel workgroup
 constexpr std::uint32_t kRowLanes = 64;   // dense_bias_grad.comp's workgroup
+constexpr std::uint32_t kTreeRows = 256;  // reduce.cpp's kMinRows
 
 std::uint32_t last_texel(const BufferRange& r) {
   return static_cast<std::uint32_t>(r.size() / 16 - 1);
@@ -123,19 +125,53 @@ class DenseBiasGradOp final : public Op {
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const std::uint32_t n = u32(out.shape().elements());
     const std::uint32_t rows = u32(in[0].shape().elements()) / n;
-    const Kernel& kernel = ctx.device().kernel(
-        {.shader = "dense_bias_grad",
-         .local_size = {kRowLanes, 1, 1},
-         .constants = {SpecConstant::u32(1, static_cast<std::uint32_t>(act_))}});
+    // A workgroup per output where the rows are many and the outputs few, as
+    // reduce_sum picks reduce_rows.comp; else an invocation per output.
+    const bool tree = rows >= kTreeRows && n <= rows;
+    const Kernel& kernel =
+        ctx.device().kernel({.shader = "dense_bias_grad",
+                             .local_size = {kRowLanes, 1, 1},
+                             .constants = {SpecConstant::u32(1, static_cast<std::uint32_t>(act_)),
+                                           SpecConstant::u32(2, tree)}});
+    const std::initializer_list<BufferRange> buffers{ctx.buffer(in[0]), ctx.buffer(in[1]),
+                                                     ctx.buffer(out)};
+    if (!tree) {
+      ops_detail::dispatch_1d(ctx, kernel, buffers, BiasGradPush{rows, n}, n);
+      return;
+    }
     // Past 65535 outputs the workgroups wrap into y, as reduce_rows' do.
     const std::uint32_t x_groups = std::min<std::uint32_t>(n, 65535);
-    ctx.stream().dispatch(kernel, {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(out)},
-                          BiasGradPush{rows, n},
+    ctx.stream().dispatch(kernel, buffers, BiasGradPush{rows, n},
                           Groups{x_groups, (n + x_groups - 1) / x_groups, 1});
   }
   std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor&,
                                  const Tensor&) const override {
     throw Error("dense_bias_grad: second derivatives are not supported");
+  }
+
+ private:
+  Activation act_;
+};
+
+/// dpre = dy * act'(y) in rows [0, R) and its column sums in row R of one
+/// [R + 1, N] output (an op has one output; slice_rows views take them apart).
+/// Inputs (dy, y).
+class DensePreGradOp final : public Op {
+ public:
+  explicit DensePreGradOp(Activation act) : act_(act) {}
+  std::string type() const override { return "dense_pre_grad"; }
+  void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
+    const std::uint32_t rows = u32(in[0].shape()[0]), n = u32(in[0].shape()[1]);
+    const Kernel& kernel = ctx.device().kernel(
+        {.shader = "dense_pre_grad",
+         .local_size = {kRowLanes, 1, 1},
+         .constants = {SpecConstant::u32(1, static_cast<std::uint32_t>(act_))}});
+    ops_detail::dispatch_1d(ctx, kernel, {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(out)},
+                            BiasGradPush{rows, n}, n);
+  }
+  std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor&,
+                                 const Tensor&) const override {
+    throw Error("dense_pre_grad: second derivatives are not supported");
   }
 
  private:
@@ -177,7 +213,7 @@ class DactMatmulOp final : public Op {
 /// act(x * w + bias); inputs (x, w, bias).
 class MatmulBiasActOp final : public Op {
  public:
-  explicit MatmulBiasActOp(Activation act) : act_(act) {}
+  MatmulBiasActOp(Activation act, DenseBackward backward) : act_(act), backward_(backward) {}
   std::string type() const override { return "matmul_bias_act"; }
 
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
@@ -206,6 +242,14 @@ class MatmulBiasActOp final : public Op {
               Gradient{sum_to(dy, b_shape)}};
     }
     Graph& g = dy.graph();
+    if (backward_ == DenseBackward::Materialized) {
+      const std::int64_t rows = x_shape[0], n = w_shape[1];
+      const Tensor both =
+          g.add_node(std::make_unique<DensePreGradOp>(act_), {dy, y}, Shape{rows + 1, n});
+      const Tensor dpre = slice_rows(both, 0, rows);
+      return {Gradient{matmul(dpre, w, false, true)}, Gradient{matmul(x, dpre, true, false)},
+              Gradient{reshape(slice_rows(both, rows, 1), b_shape)}};
+    }
     const Tensor dx = g.add_node(std::make_unique<DactMatmulOp>(act_, DyOperand::A, false, true),
                                  {dy, w, y}, x_shape);
     const Tensor dw = g.add_node(std::make_unique<DactMatmulOp>(act_, DyOperand::B, true, false),
@@ -216,6 +260,7 @@ class MatmulBiasActOp final : public Op {
 
  private:
   Activation act_;
+  DenseBackward backward_;
 };
 
 }  // namespace
@@ -236,8 +281,8 @@ bool fuses_activation(Activation activation) {
   return false;
 }
 
-Tensor matmul_bias_act(const Tensor& x, const Tensor& w, const Tensor& bias,
-                       Activation activation) {
+Tensor matmul_bias_act(const Tensor& x, const Tensor& w, const Tensor& bias, Activation activation,
+                       DenseBackward backward) {
   if (!x.valid() || !w.valid() || !bias.valid())
     throw Error("matmul_bias_act: an input tensor is empty");
   const std::string what =
@@ -264,7 +309,8 @@ Tensor matmul_bias_act(const Tensor& x, const Tensor& w, const Tensor& bias,
                     what, static_cast<int>(activation)));
   }
   const Shape out{xs[0], ws[1]};
-  return x.graph().add_node(std::make_unique<MatmulBiasActOp>(activation), {x, w, bias}, out);
+  return x.graph().add_node(std::make_unique<MatmulBiasActOp>(activation, backward), {x, w, bias},
+                            out);
 }
 
 }  // namespace vkt

@@ -13,13 +13,20 @@ namespace vkt {
 /// after matmul_bias_act(..., Activation::None) and keeps its pre-activation.
 bool fuses_activation(layers::Activation activation);
 
+/// How matmul_bias_act's gradient applies act'(y), in three dispatches either
+/// way. Materialized: one pass writes dpre = dy * act'(y) and sums it into the
+/// bias gradient, then two plain matmuls. InMatmuls: the two matmuls form dpre
+/// as they load dy (never written) and one kernel sums the bias gradient;
+/// slower on lavapipe, where the extra texel fetch sits in the inner loop
+/// (docs/PERFORMANCE.md, "Fusion").
+enum class DenseBackward { Materialized, InMatmuls };
+
 /// act(x * w + bias) in one dispatch: x [M, K], w [K, N], bias [N] give [M, N].
-/// The gradients take three dispatches: dx and dw are matmuls that form
-/// dy * act'(y) as they load dy, and one kernel sums it into the bias
-/// gradient. Shapes, types and an activation it does not take are vkt::Errors.
+/// Shapes, types and an activation it does not take are vkt::Errors.
 ///
 ///   vkt::Tensor h = vkt::matmul_bias_act(x, w, b, vkt::layers::Activation::Relu);
 Tensor matmul_bias_act(const Tensor& x, const Tensor& w, const Tensor& bias,
-                       layers::Activation activation);
+                       layers::Activation activation,
+                       DenseBackward backward = DenseBackward::Materialized);
 
 }  // namespace vkt
