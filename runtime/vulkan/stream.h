@@ -100,7 +100,8 @@ class Stream {
     std::string label;        ///< the kernel's name, "copy" or "fill"
     /// Device nanoseconds from the end of the command before it (or of
     /// profile_commands()'s first timestamp) to its own end: the barrier it
-    /// waited behind is counted with it.
+    /// waited behind is counted with it. Where commands with no barrier
+    /// between them overlap (a GPU), it is what this one added to the end.
     double ns = 0;
   };
   /// From here on records a timestamp after every command, so that
