@@ -113,7 +113,7 @@ inline TiledShape sweep_tiled_shapes(Device& device, const std::vector<int>& siz
       if (!tiled_shape_fits(device, shape)) continue;
       const TiledSweepResult r = time_tiled_shape(device, shape, operands, reps, batch);
       const bool ok = r.max_rel_error < 1e-4;
-      fmt::print("    {:<24}{:>10.1f} GF/s  max rel error {:.1e}{}\n", shape.str(), r.gflops,
+      fmt::print("    {:<34}{:>10.1f} GF/s  max rel error {:.1e}{}\n", shape.str(), r.gflops,
                  r.max_rel_error, ok ? "" : "  WRONG");
       if (ok && r.gflops > best) best = r.gflops, best_shape = shape;
     }

@@ -22,6 +22,11 @@ layout(constant_id = 5) const uint TM = 4;
 layout(constant_id = 6) const uint TN = 4;
 layout(constant_id = 7) const bool TRANS_A = false;
 layout(constant_id = 8) const bool TRANS_B = false;
+// Prefetch: two shared slabs; the next slab's global loads are issued into
+// registers before the FMAs of the current one, and stored to the other slab
+// after them, so memory latency hides behind arithmetic and one barrier per
+// slab does. (Ids 9-14 are left to the files that include this one.)
+layout(constant_id = 15) const bool PREFETCH = false;
 
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 layout(std430, binding = 1) readonly buffer B { float b[]; };
@@ -34,8 +39,13 @@ layout(push_constant) uniform Params {
 };
 
 const uint BM4 = BM / 4, BN4 = BN / 4, TM4 = TM / 4, TN4 = TN / 4;
-shared vec4 As[BK * BM4];  // As[k * BM4 + m / 4][m % 4]
-shared vec4 Bs[BK * BN4];  // Bs[k * BN4 + n / 4][n % 4]
+const uint SLABS = PREFETCH ? 2u : 1u;
+shared vec4 As[SLABS * BK * BM4];  // As[slab * BK * BM4 + k * BM4 + m / 4][m % 4]
+shared vec4 Bs[SLABS * BK * BN4];  // Bs[slab * BK * BN4 + k * BN4 + n / 4][n % 4]
+// Elements of a slab each invocation stages (the workgroup is (BN/TN) x (BM/TM)).
+const uint THREADS = (BN / TN) * (BM / TM);
+const uint A_PER = (BK * BM + THREADS - 1u) / THREADS;
+const uint B_PER = (BK * BN + THREADS - 1u) / THREADS;
 
 // op(A)[m, k], op(B)[k, n] (0 outside the matrices) and where C[m, n] goes.
 float a_at(uint m, uint k);
@@ -58,8 +68,38 @@ float b_at(uint k, uint n) {
 uint c_index(uint m, uint n) { return m * N + n; }
 #endif
 
+// Staging: consecutive invocations take consecutive addresses of the stored
+// matrix. LOAD_SLAB reads slab k of A and B into registers, STORE_SLAB writes
+// them to shared slab `slab`.
+#define LOAD_SLAB(k)                                  \
+  for (uint j = 0u; j < A_PER; ++j) {                 \
+    uint i = tid + j * THREADS;                       \
+    uint kk = TRANS_A ? i / BM : i % BK;              \
+    uint mm = TRANS_A ? i % BM : i / BK;              \
+    pa[j] = i < BK * BM ? a_at(m0 + mm, (k) + kk) : 0.0; \
+  }                                                   \
+  for (uint j = 0u; j < B_PER; ++j) {                 \
+    uint i = tid + j * THREADS;                       \
+    uint kk = TRANS_B ? i % BK : i / BN;              \
+    uint nn = TRANS_B ? i / BK : i % BN;              \
+    pb[j] = i < BK * BN ? b_at((k) + kk, n0 + nn) : 0.0; \
+  }
+#define STORE_SLAB(slab)                                               \
+  for (uint j = 0u; j < A_PER; ++j) {                                  \
+    uint i = tid + j * THREADS;                                        \
+    uint kk = TRANS_A ? i / BM : i % BK;                               \
+    uint mm = TRANS_A ? i % BM : i / BK;                               \
+    if (i < BK * BM) As[(slab) * BK * BM4 + kk * BM4 + mm / 4u][mm % 4u] = pa[j]; \
+  }                                                                    \
+  for (uint j = 0u; j < B_PER; ++j) {                                  \
+    uint i = tid + j * THREADS;                                        \
+    uint kk = TRANS_B ? i % BK : i / BN;                               \
+    uint nn = TRANS_B ? i / BK : i % BN;                               \
+    if (i < BK * BN) Bs[(slab) * BK * BN4 + kk * BN4 + nn / 4u][nn % 4u] = pb[j]; \
+  }
+
 void main() {
-  const uint LX = gl_WorkGroupSize.x, LY = gl_WorkGroupSize.y, THREADS = LX * LY;
+  const uint LX = gl_WorkGroupSize.x, LY = gl_WorkGroupSize.y;
   uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
   uint tid = ty * LX + tx;
   uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
@@ -67,31 +107,38 @@ void main() {
   vec4 acc[TM * TN4];  // acc[row * TN4 + j4]: the thread's row, columns j4's 4
   for (uint i = 0u; i < TM * TN4; ++i) acc[i] = vec4(0.0);
   vec4 ra[TM4], rb[TN4];
+  float pa[A_PER], pb[B_PER];
 
-  for (uint k0 = 0u; k0 < K; k0 += BK) {
-    // Consecutive threads take consecutive addresses of the stored matrix.
-    for (uint i = tid; i < BK * BM; i += THREADS) {
-      uint kk = TRANS_A ? i / BM : i % BK;
-      uint mm = TRANS_A ? i % BM : i / BK;
-      As[kk * BM4 + mm / 4u][mm % 4u] = a_at(m0 + mm, k0 + kk);
-    }
-    for (uint i = tid; i < BK * BN; i += THREADS) {
-      uint kk = TRANS_B ? i % BK : i / BN;
-      uint nn = TRANS_B ? i / BK : i % BN;
-      Bs[kk * BN4 + nn / 4u][nn % 4u] = b_at(k0 + kk, n0 + nn);
-    }
+  if (PREFETCH) {
+    LOAD_SLAB(0u)
+    STORE_SLAB(0u)
     barrier();
+  }
+  for (uint k0 = 0u; k0 < K; k0 += BK) {
+    uint cur = PREFETCH ? (k0 / BK) & 1u : 0u;
+    bool next = PREFETCH && k0 + BK < K;
+    if (next) {
+      LOAD_SLAB(k0 + BK)
+    }
+    if (!PREFETCH) {
+      LOAD_SLAB(k0)
+      STORE_SLAB(0u)
+      barrier();
+    }
+    uint as0 = cur * BK * BM4, bs0 = cur * BK * BN4;
     for (uint kk = 0u; kk < BK; ++kk) {
-      for (uint i4 = 0u; i4 < TM4; ++i4) ra[i4] = As[kk * BM4 + i4 * LY + ty];
-      for (uint j4 = 0u; j4 < TN4; ++j4) rb[j4] = Bs[kk * BN4 + j4 * LX + tx];
+      for (uint i4 = 0u; i4 < TM4; ++i4) ra[i4] = As[as0 + kk * BM4 + i4 * LY + ty];
+      for (uint j4 = 0u; j4 < TN4; ++j4) rb[j4] = Bs[bs0 + kk * BN4 + j4 * LX + tx];
       for (uint i4 = 0u; i4 < TM4; ++i4)
         for (uint r = 0u; r < 4u; ++r)
           for (uint j4 = 0u; j4 < TN4; ++j4)
             acc[(i4 * 4u + r) * TN4 + j4] += ra[i4][r] * rb[j4];
     }
+    if (next) {
+      STORE_SLAB(cur ^ 1u)
+    }
     barrier();
   }
-
   for (uint i4 = 0u; i4 < TM4; ++i4) {
     for (uint r = 0u; r < 4u; ++r) {
       uint m = m0 + (i4 * LY + ty) * 4u + r;

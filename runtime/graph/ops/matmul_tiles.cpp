@@ -9,11 +9,16 @@ namespace vkt {
 
 std::vector<SpecConstant> TiledShape::constants() const {
   return {SpecConstant::u32(2, bm), SpecConstant::u32(3, bn), SpecConstant::u32(4, bk),
-          SpecConstant::u32(5, tm), SpecConstant::u32(6, tn)};
+          SpecConstant::u32(5, tm), SpecConstant::u32(6, tn), SpecConstant::u32(15, prefetch)};
+}
+
+std::optional<TiledShape> TiledShape::from_values(const std::vector<std::uint32_t>& v) {
+  if (v.size() != 6 || v[5] > 1) return std::nullopt;
+  return TiledShape{v[0], v[1], v[2], v[3], v[4], v[5] == 1};
 }
 
 std::string TiledShape::str() const {
-  return fmt::format("{}x{}x{} block {}x{}", bm, bn, bk, tm, tn);
+  return fmt::format("{}x{}x{} block {}x{}{}", bm, bn, bk, tm, tn, prefetch ? " prefetch" : "");
 }
 
 bool tiled_shape_fits(const Device& device, const TiledShape& s) {
@@ -31,10 +36,29 @@ bool tiled_shape_fits(const Device& device, const TiledShape& s) {
 
 std::vector<TiledShape> tiled_candidates() {
   return {
-      {64, 64, 16, 4, 4},   {64, 64, 8, 4, 4},     {64, 64, 32, 4, 4},  {64, 64, 16, 8, 8},
-      {128, 64, 16, 8, 4},  {64, 128, 16, 4, 8},   {128, 128, 8, 8, 8}, {128, 128, 16, 8, 8},
-      {128, 128, 32, 8, 8}, {128, 128, 16, 8, 4},  {128, 128, 8, 4, 8}, {256, 128, 8, 8, 8},
-      {128, 256, 8, 8, 8},  {256, 128, 16, 16, 8}, {128, 64, 8, 8, 8},  {64, 128, 8, 8, 8},
+      {64, 64, 16, 4, 4},
+      {64, 64, 8, 4, 4},
+      {64, 64, 32, 4, 4},
+      {64, 64, 16, 8, 8},
+      {128, 64, 16, 8, 4},
+      {64, 128, 16, 4, 8},
+      {128, 128, 8, 8, 8},
+      {128, 128, 16, 8, 8},
+      {128, 128, 32, 8, 8},
+      {128, 128, 16, 8, 4},
+      {128, 128, 8, 4, 8},
+      {256, 128, 8, 8, 8},
+      {128, 256, 8, 8, 8},
+      {256, 128, 16, 16, 8},
+      {128, 64, 8, 8, 8},
+      {64, 128, 8, 8, 8},
+      // Prefetching twins of the fastest on an H100 without it.
+      {128, 128, 8, 8, 8, true},
+      {128, 128, 16, 8, 8, true},
+      {128, 128, 16, 8, 4, true},
+      {64, 128, 16, 4, 8, true},
+      {64, 64, 16, 4, 4, true},
+      {128, 128, 8, 4, 8, true},
   };
 }
 
@@ -48,10 +72,7 @@ TiledShape default_tiled_shape(const Device& device) {
 std::optional<TiledShape> stored_tiled_shape(Device& device) {
   const auto values = device.tuning().find(kTiledShapeKey);
   if (!values) return std::nullopt;
-  if (values->size() == 5) {
-    const TiledShape s{(*values)[0], (*values)[1], (*values)[2], (*values)[3], (*values)[4]};
-    if (tiled_shape_fits(device, s)) return s;
-  }
+  if (const auto s = TiledShape::from_values(*values); s && tiled_shape_fits(device, *s)) return s;
   detail::log().warn(
       "tuning cache: '{}' holds {} values that are not a tile shape {} can run; "
       "ignored",

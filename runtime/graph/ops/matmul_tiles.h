@@ -18,17 +18,23 @@ class Device;
 
 /// A workgroup computes a bm x bn tile of C, bk deep per shared-memory slab;
 /// each invocation a tm x tn block (multiples of 4), so the workgroup has
-/// (bn / tn) x (bm / tm) invocations. The shape changes the speed only: every
-/// shape sums each output over k in the same order, so the numbers are the same.
+/// (bn / tn) x (bm / tm) invocations. `prefetch`: two shared slabs, the next
+/// one's loads issued before the current one's arithmetic. The shape changes
+/// the speed only: every shape sums each output over k in the same order, so
+/// the numbers are the same.
 struct TiledShape {
   std::uint32_t bm = 64, bn = 64, bk = 16, tm = 4, tn = 4;
+  bool prefetch = false;
 
   std::array<std::uint32_t, 3> local_size() const { return {bn / tn, bm / tm, 1}; }
   std::uint32_t invocations() const { return (bn / tn) * (bm / tm); }
-  std::uint32_t shared_bytes() const { return 4 * bk * (bm + bn); }
-  /// Specialization constants 2-6 of the kernel (the tile itself).
+  std::uint32_t shared_bytes() const { return (prefetch ? 8 : 4) * bk * (bm + bn); }
+  /// Specialization constants 2-6 and 15 of the kernel (the tile itself).
   std::vector<SpecConstant> constants() const;
   std::string str() const;
+  /// As a TuningCache entry, and back (nullopt for a malformed entry).
+  std::vector<std::uint32_t> values() const { return {bm, bn, bk, tm, tn, prefetch ? 1u : 0u}; }
+  static std::optional<TiledShape> from_values(const std::vector<std::uint32_t>& v);
   bool operator==(const TiledShape&) const = default;
 };
 
@@ -38,7 +44,7 @@ struct TiledShape {
 bool tiled_shape_fits(const Device& device, const TiledShape& shape);
 
 /// The shapes a tuning run tries: 64 to 256 wide tiles, 8 to 32 deep, 4x4 to
-/// 16x8 blocks, 64 to 512 invocations.
+/// 16x8 blocks, 64 to 512 invocations, with and without prefetch.
 std::vector<TiledShape> tiled_candidates();
 
 /// The shape before any tuning: 128 x 128 tiles, 8 deep, 8 x 8 blocks (the
@@ -48,7 +54,7 @@ TiledShape default_tiled_shape(const Device& device);
 
 /// The TuningCache key of the tiled kernel's shape; names the kernel's layout
 /// version, so a shape tuned for an older kernel is not reused.
-inline constexpr const char* kTiledShapeKey = "matmul_tiled/v2";
+inline constexpr const char* kTiledShapeKey = "matmul_tiled/v3";
 
 /// The shape in the device's TuningCache, if it holds one the device can run
 /// (one it cannot is ignored with a log line).

@@ -72,7 +72,7 @@ TiledShape tune_tiled_shape(Device& device, std::uint32_t size) {
     const double seconds = time_shape(device, shape, a, b, c, size, 2);
     if (seconds < best_seconds) best_seconds = seconds, best = shape;
   }
-  device.tuning().store(kTiledShapeKey, {best.bm, best.bn, best.bk, best.tm, best.tn});
+  device.tuning().store(kTiledShapeKey, best.values());
   detail::log().info(
       "tuned the tiled matmul on {}: {} ({:.0f} GFLOP/s at {}^3; {:.2f} s)", device.info().name,
       best.str(), 2.0 * size * size * double(size) * 2 / best_seconds / 1e9, size,
