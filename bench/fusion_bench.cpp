@@ -2,7 +2,8 @@
 // against the unfused ops (matmul, bias_add, relu) in the same run, steps
 // alternating between the two: one layer's forward and backward per kernel
 // (device timestamps after every command), and the MLP 784-1024-1024-10
-// training step (batch 256, SGD, one Executor): dispatches, device ms and
+// training step (batch 256, SGD, one Executor) and vkt-digits' (64-256-128-10,
+// dropout, Adam, batch 192): dispatches, device ms and
 // examples/s, with the fused / unfused ratios (medians, and the fastest
 // steps, which a shared machine's load disturbs least).
 #include <fmt/format.h>
@@ -111,25 +112,70 @@ Program layer_program(vkt::Device& device, std::int64_t batch, std::int64_t in, 
   return p;
 }
 
-Program mlp_program(vkt::Device& device, std::int64_t batch, Path path) {
+/// An MLP trained by one Executor: the 784-1024-1024-10 with SGD, or
+/// vkt-digits' 64-256-128-10 with dropout 0.2, example weights and Adam.
+struct Model {
+  std::vector<std::int64_t> widths;
+  bool digits = false;
+};
+
+Program mlp_program(vkt::Device& device, std::int64_t batch, Path path, const Model& m) {
   Program p;
   p.graph = std::make_unique<vkt::Graph>(device, vkt::GraphOptions{.seed = 1});
   vkt::Graph& g = *p.graph;
-  const Tensor x = g.input("x", {batch, 784});
+  const Tensor x = g.input("x", {batch, m.widths.front()});
   const Tensor labels = g.input("labels", {batch}, vkt::DType::I32);
-  Tensor h = layer(x, 1024, Activation::Relu, "d1", path);
-  h = layer(h, 1024, Activation::Relu, "d2", path);
-  const Tensor logits = layer(h, 10, Activation::None, "d3", path);
-  const Tensor loss = vkt::sparse_softmax_cross_entropy(labels, logits);
-  vkt::SGD sgd(0.01f);
-  const Tensor train = sgd.minimize(loss);
+  Tensor h = x;
+  for (std::size_t l = 1; l < m.widths.size(); ++l) {
+    const bool hidden = l + 1 < m.widths.size();
+    h = layer(h, m.widths[l], hidden ? Activation::Relu : Activation::None, fmt::format("d{}", l),
+              path);
+    if (hidden && m.digits) h = vkt::dropout(h, 0.2f, static_cast<std::uint32_t>(l));
+  }
+  Tensor weights;
+  if (m.digits) weights = g.input("weights", {batch});
+  const Tensor loss = vkt::sparse_softmax_cross_entropy(labels, h, weights);
+  std::unique_ptr<vkt::Optimizer> opt;
+  if (m.digits)
+    opt = std::make_unique<vkt::Adam>(1e-3);
+  else
+    opt = std::make_unique<vkt::SGD>(0.01f);
+  const Tensor train = opt->minimize(loss);
   p.exec = std::make_unique<vkt::Executor>(g, std::vector<Tensor>{loss, train},
                                            vkt::ExecutorOptions{.timestamps = true});
-  p.exec->feed("x", random_values(static_cast<std::size_t>(batch * 784), 3));
+  p.exec->feed("x", random_values(static_cast<std::size_t>(batch * m.widths.front()), 3));
   std::vector<std::int32_t> l(static_cast<std::size_t>(batch));
   for (std::size_t i = 0; i < l.size(); ++i) l[i] = static_cast<std::int32_t>(i % 10);
   p.exec->feed("labels", l);
+  if (m.digits) p.exec->feed("weights", std::vector<float>(static_cast<std::size_t>(batch), 1.0f));
   return p;
+}
+
+/// Steps alternating between the fused and the unfused model.
+void compare_mlp(vkt::Device& device, std::int64_t batch, const Model& m, int reps,
+                 const char* tag) {
+  Program mf = mlp_program(device, batch, Path::Fused, m);
+  Program mu = mlp_program(device, batch, Path::Unfused, m);
+  for (int r = 0; r <= reps; ++r) {
+    run_once(mf, false);
+    run_once(mu, false);
+    if (r == 0)
+      for (auto* p : {&mf, &mu}) p->device_ms.clear(), p->wall_ms.clear();
+  }
+  const double fw = median(mf.wall_ms), uw = median(mu.wall_ms);
+  const double fd = median(mf.device_ms), ud = median(mu.device_ms);
+  fmt::print("  fastest step: fused {:.2f} ms, unfused {:.2f} ms wall\n", fastest(mf.wall_ms),
+             fastest(mu.wall_ms));
+  fmt::print(
+      "  fused:   {:7.0f} examples/s, step {:.2f} ms wall, {:.2f} ms device, {} dispatches\n",
+      static_cast<double>(batch) / fw * 1e3, fw, fd, mf.exec->dispatch_count());
+  fmt::print(
+      "  unfused: {:7.0f} examples/s, step {:.2f} ms wall, {:.2f} ms device, {} dispatches\n",
+      static_cast<double>(batch) / uw * 1e3, uw, ud, mu.exec->dispatch_count());
+  fmt::print("{}_dispatches_fused={} {}_dispatches_unfused={}\n", tag, mf.exec->dispatch_count(),
+             tag, mu.exec->dispatch_count());
+  fmt::print("{}_fused_vs_unfused_examples_ratio={:.3f} (medians; fastest steps {:.3f})\n", tag,
+             uw / fw, fastest(mu.wall_ms) / fastest(mf.wall_ms));
 }
 
 void report_layer(Program& fused, Program& in_matmuls, Program& plain) {
@@ -189,29 +235,9 @@ int main(int argc, char** argv) {
     report_layer(lf, lm, lu);
 
     fmt::print("MLP 784-1024-1024-10 ReLU, batch {}, SGD, one Executor (no towers):\n", batch);
-    Program mf = mlp_program(device, batch, Path::Fused);
-    Program mu = mlp_program(device, batch, Path::Unfused);
-    run_once(mf, false);
-    run_once(mu, false);
-    for (auto* p : {&mf, &mu}) p->device_ms.clear(), p->wall_ms.clear();
-    for (int r = 0; r < reps; ++r) {
-      run_once(mf, false);
-      run_once(mu, false);
-    }
-    const double fw = median(mf.wall_ms), uw = median(mu.wall_ms);
-    const double fd = median(mf.device_ms), ud = median(mu.device_ms);
-    fmt::print("  fastest step: fused {:.2f} ms, unfused {:.2f} ms wall\n", fastest(mf.wall_ms),
-               fastest(mu.wall_ms));
-    fmt::print(
-        "  fused:   {:7.0f} examples/s, step {:.2f} ms wall, {:.2f} ms device, {} dispatches\n",
-        static_cast<double>(batch) / fw * 1e3, fw, fd, mf.exec->dispatch_count());
-    fmt::print(
-        "  unfused: {:7.0f} examples/s, step {:.2f} ms wall, {:.2f} ms device, {} dispatches\n",
-        static_cast<double>(batch) / uw * 1e3, uw, ud, mu.exec->dispatch_count());
-    fmt::print("mlp_dispatches_fused={} mlp_dispatches_unfused={}\n", mf.exec->dispatch_count(),
-               mu.exec->dispatch_count());
-    fmt::print("mlp_fused_vs_unfused_examples_ratio={:.3f} (medians; fastest steps {:.3f})\n",
-               uw / fw, fastest(mu.wall_ms) / fastest(mf.wall_ms));
+    compare_mlp(device, batch, {.widths = {784, 1024, 1024, 10}}, reps, "mlp");
+    fmt::print("vkt-digits' MLP 64-256-128-10, dropout 0.2, Adam, batch 192, one Executor:\n");
+    compare_mlp(device, 192, {.widths = {64, 256, 128, 10}, .digits = true}, reps, "digits");
   } catch (const std::exception& e) {
     fmt::print(stderr, "vkt-bench-fusion: {}\n", e.what());
     return 1;
