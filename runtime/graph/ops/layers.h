@@ -22,6 +22,7 @@ Tensor activate(const Tensor& x, Activation activation);
 /// [units] (zeros), where in is x's last dimension. x [..., in] of rank 2 or
 /// more gives [..., units]. Calling it again with the same name reuses the
 /// variables (as every tower does); another input width is then a vkt::Error.
+/// Recorded as one fused op, matmul_bias_act (dense_fused.h); gelu comes after it.
 ///
 ///   vkt::Tensor h = vkt::layers::dense(x, 128, vkt::layers::Activation::Relu, "hidden");
 ///   vkt::Tensor logits = vkt::layers::dense(h, 10, vkt::layers::Activation::None, "logits");
