@@ -1,6 +1,7 @@
 // matmul_bias_act and its gradient ops (dense_fused.h): the kernels are matmul's
-// texel and tiled ones with hooks (shaders/matmul_bias_act_*, matmul_dact_*,
-// dense_bias_grad.comp), picked as matmul.cpp picks its own.
+// texel and tiled ones with hooks (shaders/matmul_bias_act_*, matmul_dact_*),
+// picked as matmul.cpp picks its own, and dense_pre_grad.comp /
+// dense_bias_grad.comp for the activation's gradient.
 #include "dense_fused.h"
 
 #include <fmt/format.h>

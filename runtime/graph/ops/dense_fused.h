@@ -1,7 +1,7 @@
 #pragma once
 // The dense layer fused: its forward as one matmul kernel with a bias and
-// activation epilogue, its backward products with the activation's gradient
-// formed as they load dy (shaders/matmul_bias_act_*.comp, matmul_dact_*.comp).
+// activation epilogue (shaders/matmul_bias_act_*.comp), its backward from the
+// layer's output alone (dense_pre_grad.comp, or matmul_dact_*.comp).
 
 #include "../tensor.h"
 #include "layers.h"
@@ -13,12 +13,13 @@ namespace vkt {
 /// after matmul_bias_act(..., Activation::None) and keeps its pre-activation.
 bool fuses_activation(layers::Activation activation);
 
-/// How matmul_bias_act's gradient applies act'(y), in three dispatches either
-/// way. Materialized: one pass writes dpre = dy * act'(y) and sums it into the
-/// bias gradient, then two plain matmuls. InMatmuls: the two matmuls form dpre
-/// as they load dy (never written) and one kernel sums the bias gradient;
-/// slower on lavapipe, where the extra texel fetch sits in the inner loop
-/// (docs/PERFORMANCE.md, "Fusion").
+/// How matmul_bias_act's gradient applies act'(y). Materialized: one pass
+/// writes dpre = dy * act'(y) and sums it into the bias gradient, then two
+/// plain matmuls (a bias variable's gradient, a view, then takes one small
+/// copy into the gradient arena). InMatmuls: the two matmuls form dpre as they
+/// load dy (never written) and one kernel sums the bias gradient: a dispatch
+/// fewer, but slower on lavapipe, where the extra texel fetch sits in the
+/// matmul's inner loop (docs/PERFORMANCE.md, "Fusion").
 enum class DenseBackward { Materialized, InMatmuls };
 
 /// act(x * w + bias) in one dispatch: x [M, K], w [K, N], bias [N] give [M, N].
