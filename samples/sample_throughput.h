@@ -55,7 +55,8 @@ inline double seconds_since_process_start() {
 /// Times the training steps themselves: begin() comes after the model is
 /// built (shader pipelines, first uploads), so examples/s is the steady rate.
 /// The first begin() also marks the start-up's end: process start to the first
-/// training step.
+/// training step; the first after_step(), that step's end (on lavapipe the
+/// shaders' machine code is compiled there, at the first dispatch).
 class Throughput : public vkt::TrainingHook {
  public:
   using Clock = std::chrono::steady_clock;
@@ -63,21 +64,29 @@ class Throughput : public vkt::TrainingHook {
     if (startup_s_ < 0) startup_s_ = seconds_since_process_start();
     start_ = Clock::now();
   }
-  void after_step(std::uint64_t, float) override { ++steps_; }
+  void after_step(std::uint64_t, float) override {
+    if (first_step_s_ < 0) first_step_s_ = seconds_since_process_start();
+    ++steps_;
+  }
   void end() override { seconds_ = std::chrono::duration<double>(Clock::now() - start_).count(); }
   double steps_per_s() const { return seconds_ > 0 ? static_cast<double>(steps_) / seconds_ : 0; }
   /// Seconds from process start to the first training step; -1 before it.
   double startup_s() const { return startup_s_; }
+  /// Seconds from process start to the end of the first training step; -1 before it.
+  double first_step_s() const { return first_step_s_; }
 
  private:
   Clock::time_point start_;
   std::uint64_t steps_ = 0;
   double seconds_ = 0;
   double startup_s_ = -1;
+  double first_step_s_ = -1;
 };
 
-/// The report's start-up line: `startup_s=S`, process start to the first step
-/// (shader pipelines built or, from the pipeline cache, loaded).
+/// The report's start-up line: `startup_s=S first_step_s=F`, process start to
+/// the first step's start (shader pipelines built or, from the pipeline cache,
+/// loaded) and to its end.
 inline void print_startup(const Throughput& throughput) {
-  fmt::print("startup_s={:.3f}\n", throughput.startup_s());
+  fmt::print("startup_s={:.3f} first_step_s={:.3f}\n", throughput.startup_s(),
+             throughput.first_step_s());
 }
