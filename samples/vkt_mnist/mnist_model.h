@@ -14,8 +14,8 @@ namespace mnist {
 struct CnnOptions {
   // 16 first filters: the second convolution's GEMMs (most of the step) take
   // half the time they take after 32, and with the sample's shifted images and
-  // label smoothing the accuracy stays (a PyTorch replica over 10 seeds:
-  // 0.9772 mean against 0.9785 for 32; docs/PERFORMANCE.md).
+  // label smoothing the accuracy stays (a PyTorch replica over 10 seeds, 500
+  // steps: 0.9772 mean against 0.9785 for 32; docs/PERFORMANCE.md).
   std::int64_t conv1_filters = 16;
   std::int64_t conv2_filters = 32;
   // Square filters, "same" padding. The second convolution's cost on

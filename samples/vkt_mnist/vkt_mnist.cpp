@@ -76,9 +76,9 @@ vkt::EstimatorSpec mnist_model_fn(vkt::ModelContext& ctx, const vkt::TensorDict&
 }
 
 struct MnistFlags {
-  SampleFlags common{.steps = 500, .batch_size = 64};  // 4 epochs of the 8,000
-  double learning_rate = 0.004;
-  double lr_decay = 0.5;
+  SampleFlags common{.steps = 400, .batch_size = 64};  // 3.2 epochs of the 8,000
+  double learning_rate = 0.005;
+  double lr_decay = 0.4;
   double label_smoothing = 0.1;
   std::int64_t shift = 2;
   std::vector<std::int64_t> filters{mnist::CnnOptions{}.conv1_filters,
