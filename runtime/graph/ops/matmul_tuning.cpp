@@ -65,18 +65,26 @@ TiledShape tune_tiled_shape(Device& device, std::uint32_t size) {
     fill.run();
   }
   const auto start = std::chrono::steady_clock::now();
+  const auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   TiledShape best = default_tiled_shape(device);
+  // A slow device (an integrated GPU, a software one) tunes on a smaller
+  // product: one that the default shape computes in about 20 ms at most.
+  double seconds = time_shape(device, best, a, b, c, size, 1);
+  while (seconds > 0.02 && size > 256) size /= 2, seconds /= 8;
   double best_seconds = std::numeric_limits<double>::infinity();
   for (const TiledShape& shape : tiled_candidates()) {
     if (!tiled_shape_fits(device, shape)) continue;
-    const double seconds = time_shape(device, shape, a, b, c, size, 2);
-    if (seconds < best_seconds) best_seconds = seconds, best = shape;
+    // Past the budget, the best so far: the first candidates are the likely ones.
+    if (elapsed() > 3.0) break;
+    const double t = time_shape(device, shape, a, b, c, size, 2);
+    if (t < best_seconds) best_seconds = t, best = shape;
   }
   device.tuning().store(kTiledShapeKey, best.values());
-  detail::log().info(
-      "tuned the tiled matmul on {}: {} ({:.0f} GFLOP/s at {}^3; {:.2f} s)", device.info().name,
-      best.str(), 2.0 * size * size * double(size) * 2 / best_seconds / 1e9, size,
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  detail::log().info("tuned the tiled matmul on {}: {} ({:.0f} GFLOP/s at {}^3; {:.2f} s)",
+                     device.info().name, best.str(),
+                     2.0 * size * size * double(size) * 2 / best_seconds / 1e9, size, elapsed());
   return best;
 }
 
