@@ -12,6 +12,7 @@
 #include <vktower/vktower.h>
 #include "../samples/vkt_mnist/mnist_model.h"
 #include "cnn_kernels.h"
+#include "torch_reference.h"
 
 #include <algorithm>
 #include <array>
@@ -85,52 +86,22 @@ std::pair<double, double> train_rate(vkt::Instance& instance, int n, const Flags
   return {static_cast<double>(b) / (ms / 1e3), ms};
 }
 
-/// The first interpreter that imports torch: $VKT_PYTHON, python3 on the
-/// PATH, /usr/bin/python3 (Debian's python3-torch is for the system Python;
-/// a pyenv python3 earlier on the PATH does not see it).
-std::optional<std::string> torch_python() {
-  std::vector<std::string> candidates{"python3", "/usr/bin/python3"};
-  if (const char* env = std::getenv("VKT_PYTHON"); env != nullptr && *env != '\0') {
-    candidates.insert(candidates.begin(), env);
-  }
-  for (const std::string& python : candidates) {
-    const std::string probe = fmt::format("'{}' -c 'import torch' >/dev/null 2>&1", python);
-    if (std::system(probe.c_str()) == 0) return python;
-  }
-  return std::nullopt;
-}
-
 /// bench/pytorch_cnn.py's key=value lines, or nothing when it failed.
 std::optional<std::map<std::string, std::string>> run_pytorch(const std::string& python,
                                                               const Flags& flags) {
   const mnist::CnnOptions& m = flags.model;
-  const std::string command = fmt::format(
-      "OMP_WAIT_POLICY=PASSIVE '{}' '{}/pytorch_cnn.py' --batch {} --steps {} --threads 2 "
-      "--filters {},{} --kernels {},{} --dense {} --stride {} {} 2>&1",
-      python, VKT_BENCH_DIR, flags.batch, flags.torch_steps, m.conv1_filters, m.conv2_filters,
-      m.conv1_kernel, m.conv2_kernel, m.dense_units, m.conv1_stride,
-      m.first_pool ? "--first-pool" : "");
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return std::nullopt;
-  std::map<std::string, std::string> values;
-  std::array<char, 512> line{};
-  while (fgets(line.data(), static_cast<int>(line.size()), pipe) != nullptr) {
-    std::string text(line.data());
-    if (!text.empty() && text.back() == '\n') text.pop_back();
-    const std::size_t eq = text.find('=');
-    if (eq == std::string::npos) {
-      fmt::print("  pytorch: {}\n", text);
-    } else {
-      values[text.substr(0, eq)] = text.substr(eq + 1);
-    }
-  }
-  if (pclose(pipe) != 0 || !values.contains("pytorch_examples_per_s")) return std::nullopt;
-  return values;
+  const std::string args = fmt::format(
+      "--batch {} --steps {} --threads 2 "
+      "--filters {},{} --kernels {},{} --dense {} --stride {} {}",
+      flags.batch, flags.torch_steps, m.conv1_filters, m.conv2_filters, m.conv1_kernel,
+      m.conv2_kernel, m.dense_units, m.conv1_stride, m.first_pool ? "--first-pool" : "");
+  return vkt::bench::run_torch_script(python, fmt::format("{}/pytorch_cnn.py", VKT_BENCH_DIR),
+                                      args);
 }
 
 /// PyTorch's rate for the same model and the ratio, or why there is none.
 void report_pytorch(const Flags& flags, double best) {
-  const std::optional<std::string> python = torch_python();
+  const std::optional<std::string> python = vkt::bench::torch_python();
   if (!python) {
     fmt::print(
         "pytorch: skipped, no python3 here imports torch (apt-get install python3-torch, or set "

@@ -8,24 +8,11 @@ pool and OpenBLAS's threads do not spin against each other on 2 cores); with
 `key=value` lines."""
 
 import argparse
-import ctypes
 import os
 import sys
 import time
 
-
-def openblas_core():
-    """The OpenBLAS kernel set that this process loaded (torch's BLAS), or why not."""
-    with open("/proc/self/maps", encoding="utf-8") as maps:
-        paths = {line.split()[-1] for line in maps if "openblas" in line.lower()}
-    for path in sorted(paths):
-        try:
-            lib = ctypes.CDLL(path)
-            lib.openblas_get_corename.restype = ctypes.c_char_p
-            return lib.openblas_get_corename().decode()
-        except (OSError, AttributeError):
-            continue
-    return "none loaded (torch uses another BLAS)"
+from torch_blas import openblas_core
 
 
 def main():

@@ -14,6 +14,7 @@
 
 #include <vktower/vktower.h>
 #include "device_roof.h"
+#include "torch_reference.h"
 
 #include <algorithm>
 #include <array>
@@ -230,45 +231,17 @@ double report_profile(const Profile& p, double roof) {
   return total > 0 ? 1.0 - matmul / total : 0.0;
 }
 
-/// The first interpreter that imports torch: $VKT_PYTHON, python3 on the
-/// PATH, /usr/bin/python3 (Debian's python3-torch is for the system Python).
-std::optional<std::string> torch_python() {
-  std::vector<std::string> candidates{"python3", "/usr/bin/python3"};
-  if (const char* env = std::getenv("VKT_PYTHON"); env != nullptr && *env != '\0') {
-    candidates.insert(candidates.begin(), env);
-  }
-  for (const std::string& python : candidates) {
-    const std::string probe = fmt::format("'{}' -c 'import torch' >/dev/null 2>&1", python);
-    if (std::system(probe.c_str()) == 0) return python;
-  }
-  return std::nullopt;
-}
-
 /// bench/pytorch_mlp.py's key=value lines, or nothing when it failed.
 std::optional<std::map<std::string, std::string>> run_pytorch(const std::string& python,
                                                               const Flags& flags,
                                                               const std::string& optimizer,
                                                               const std::string& device) {
-  const std::string command = fmt::format(
-      "OMP_WAIT_POLICY=PASSIVE '{}' '{}/pytorch_mlp.py' --batch {} --optimizer {} --steps {} "
-      "--threads 2 --device {} 2>&1",
-      python, VKT_BENCH_DIR, kBatch, optimizer, flags.torch_steps, device);
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return std::nullopt;
-  std::map<std::string, std::string> values;
-  std::array<char, 512> line{};
-  while (fgets(line.data(), static_cast<int>(line.size()), pipe) != nullptr) {
-    std::string text(line.data());
-    if (!text.empty() && text.back() == '\n') text.pop_back();
-    const std::size_t eq = text.find('=');
-    if (eq == std::string::npos) {
-      fmt::print("  pytorch: {}\n", text);
-    } else {
-      values[text.substr(0, eq)] = text.substr(eq + 1);
-    }
-  }
-  if (pclose(pipe) != 0 || !values.contains("pytorch_examples_per_s")) return std::nullopt;
-  return values;
+  const std::string args = fmt::format(
+      "--batch {} --optimizer {} --steps {} "
+      "--threads 2 --device {}",
+      kBatch, optimizer, flags.torch_steps, device);
+  return vkt::bench::run_torch_script(python, fmt::format("{}/pytorch_mlp.py", VKT_BENCH_DIR),
+                                      args);
 }
 
 std::string cpu_model() {
@@ -283,7 +256,7 @@ std::string cpu_model() {
 std::optional<std::map<std::string, std::string>> pytorch_rate(const Flags& flags,
                                                                const std::string& optimizer,
                                                                const std::string& device) {
-  static const std::optional<std::string> python = torch_python();
+  static const std::optional<std::string> python = vkt::bench::torch_python();
   if (!python) {
     fmt::print(
         "  pytorch: skipped, no python3 here imports torch (VKT_DEPS_TORCH=1 scripts/deps.sh, "
