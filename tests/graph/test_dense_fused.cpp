@@ -13,6 +13,7 @@
 #include <vktower/runtime/graph/ops/matmul.h>
 
 #include "../test_support.h"
+#include "activation_reference.h"
 #include "matmul_variant_scope.h"
 #include "op_check.h"
 
@@ -29,27 +30,6 @@ const Activation kFused[] = {Activation::None,    Activation::Relu, Activation::
                              Activation::Tanh,    Activation::Elu,  Activation::LeakyRelu,
                              Activation::Softplus};
 
-double act_ref(Activation a, double z) {
-  switch (a) {
-    case Activation::Relu:
-      return std::max(z, 0.0);
-    case Activation::Sigmoid:
-      return 1.0 / (1.0 + std::exp(-z));
-    case Activation::Tanh:
-      return std::tanh(z);
-    case Activation::Gelu:
-      return 0.5 * z * (1 + std::tanh(std::sqrt(2 / M_PI) * (z + 0.044715 * z * z * z)));
-    case Activation::Elu:
-      return z > 0 ? z : std::exp(z) - 1;
-    case Activation::LeakyRelu:
-      return z >= 0 ? z : 0.2 * z;
-    case Activation::Softplus:
-      return std::log1p(std::exp(z));
-    default:
-      return z;
-  }
-}
-
 /// act(x w + b) in double: x [m, k], w [k, n], b [n].
 Values reference(const std::vector<Values>& in, std::int64_t m, std::int64_t k, std::int64_t n,
                  Activation act) {
@@ -60,7 +40,7 @@ Values reference(const std::vector<Values>& in, std::int64_t m, std::int64_t k, 
       for (std::int64_t i = 0; i < k; ++i)
         z +=
             in[0][static_cast<std::size_t>(r * k + i)] * in[1][static_cast<std::size_t>(i * n + c)];
-      y[static_cast<std::size_t>(r * n + c)] = act_ref(act, z);
+      y[static_cast<std::size_t>(r * n + c)] = vkt::test::activation_reference(act, z);
     }
   }
   return y;

@@ -12,6 +12,7 @@
 #include <vktower/runtime/graph/ops/matmul.h>
 
 #include "../test_support.h"
+#include "activation_reference.h"
 #include "matmul_variant_scope.h"
 #include "op_check.h"
 
@@ -237,27 +238,6 @@ namespace {
 
 using vkt::layers::Activation;
 
-double activation_reference(Activation a, double z) {
-  switch (a) {
-    case Activation::Relu:
-      return std::max(z, 0.0);
-    case Activation::Sigmoid:
-      return 1.0 / (1.0 + std::exp(-z));
-    case Activation::Tanh:
-      return std::tanh(z);
-    case Activation::Gelu:
-      return 0.5 * z * (1 + std::tanh(std::sqrt(2 / M_PI) * (z + 0.044715 * z * z * z)));
-    case Activation::Elu:
-      return z > 0 ? z : std::exp(z) - 1;
-    case Activation::LeakyRelu:
-      return z >= 0 ? z : 0.2 * z;
-    case Activation::Softplus:
-      return std::log1p(std::exp(z));
-    default:
-      return z;
-  }
-}
-
 /// act(x W + b) in double, from the values the device holds.
 Values dense_reference(const std::vector<float>& x, const std::vector<float>& w,
                        const std::vector<float>& b, std::int64_t rows, std::int64_t in,
@@ -270,7 +250,7 @@ Values dense_reference(const std::vector<float>& x, const std::vector<float>& w,
         z += double(x[static_cast<std::size_t>(r * in + i)]) *
              w[static_cast<std::size_t>(i * units + u)];
       }
-      y[static_cast<std::size_t>(r * units + u)] = activation_reference(act, z);
+      y[static_cast<std::size_t>(r * units + u)] = vkt::test::activation_reference(act, z);
     }
   }
   return y;
