@@ -14,7 +14,6 @@ namespace vkt {
 namespace {
 
 constexpr std::uint32_t kSetsPerPool = 64;
-constexpr std::uint32_t kQueriesPerPool = 64;
 constexpr VkPipelineStageFlags kWorkStages =
     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
 constexpr VkAccessFlags kWorkWrites = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
@@ -83,88 +82,6 @@ std::size_t Stream::end_segment() {
   segments_.push_back(commands_buffer_);
   begin_commands();
   return segments_.size() - 1;
-}
-
-std::size_t Stream::timestamp() {
-  check_recording("record a timestamp");
-  if (!device_->info().timestamps) {
-    throw Error(fmt::format("device {} ({}) has no timestamp queries on its compute queue",
-                            device_->info().index, device_->info().name));
-  }
-  const std::size_t pool = timestamps_ / kQueriesPerPool;
-  const auto slot = static_cast<std::uint32_t>(timestamps_ % kQueriesPerPool);
-  if (pool == query_pools_.size()) {
-    VkQueryPoolCreateInfo info{};
-    info.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO;
-    info.queryType = VK_QUERY_TYPE_TIMESTAMP;
-    info.queryCount = kQueriesPerPool;
-    VkQueryPool created = VK_NULL_HANDLE;
-    VKT_CHECK(vkCreateQueryPool(device_->vk_device(), &info, nullptr, &created));
-    query_pools_.emplace_back(device_->vk_device(), created);
-  }
-  // Reset and written by every replay, so each submission measures itself.
-  const VkQueryPool queries = query_pools_[pool].get();
-  vkCmdResetQueryPool(commands_buffer_, queries, slot, 1);
-  vkCmdWriteTimestamp(commands_buffer_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, slot);
-  return timestamps_++;
-}
-
-void Stream::read_timestamps(std::size_t first, std::span<std::uint64_t> values) const {
-  last_.wait();
-  // One call per pool the range touches.
-  for (std::size_t done = 0; done < values.size();) {
-    const std::size_t index = first + done;
-    const auto slot = static_cast<std::uint32_t>(index % kQueriesPerPool);
-    const std::size_t count = std::min<std::size_t>(values.size() - done, kQueriesPerPool - slot);
-    VKT_CHECK(vkGetQueryPoolResults(
-        device_->vk_device(), query_pools_[index / kQueriesPerPool].get(), slot,
-        static_cast<std::uint32_t>(count), count * sizeof(std::uint64_t), &values[done],
-        sizeof(std::uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
-    done += count;
-  }
-}
-
-double Stream::elapsed_ns(std::size_t from, std::size_t to) const {
-  if (from >= timestamps_ || to >= timestamps_) {
-    throw Error(fmt::format("elapsed_ns: timestamps {} and {} of {}", from, to, timestamps_));
-  }
-  std::uint64_t values[2] = {0, 0};
-  read_timestamps(from, std::span<std::uint64_t>(&values[0], 1));
-  read_timestamps(to, std::span<std::uint64_t>(&values[1], 1));
-  // Signed: `to` may be the earlier one.
-  return static_cast<double>(static_cast<std::int64_t>(values[1] - values[0])) *
-         device_->info().timestamp_period_ns;
-}
-
-void Stream::profile_commands() {
-  check_recording("profile commands");
-  if (!profile_start_) profile_start_ = timestamp();
-}
-
-void Stream::profile_command(std::string label) {
-  profiled_.push_back({commands_ - 1, std::move(label), timestamp()});
-}
-
-std::vector<Stream::CommandTime> Stream::command_times() const {
-  if (!profile_start_) {
-    throw Error("command_times: call profile_commands() before recording the commands to time");
-  }
-  std::vector<CommandTime> times;
-  if (profiled_.empty()) return times;
-  // Every timestamp from the first to the last profiled one (timestamp() calls
-  // in between included, which the intervals skip).
-  const std::size_t first = *profile_start_;
-  std::vector<std::uint64_t> values(profiled_.back().timestamp - first + 1);
-  read_timestamps(first, values);
-  const double period = device_->info().timestamp_period_ns;
-  std::size_t before = first;
-  for (const Profiled& p : profiled_) {
-    const auto ticks =
-        static_cast<std::int64_t>(values[p.timestamp - first] - values[before - first]);
-    times.push_back({p.command, p.label, static_cast<double>(ticks) * period});
-    before = p.timestamp;
-  }
-  return times;
 }
 
 Ticket Stream::segment_ticket(std::size_t k) const {
