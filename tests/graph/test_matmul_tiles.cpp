@@ -137,7 +137,7 @@ TEST_CASE("matmul tiled kernel: conv2d runs on a tuned tile shape", "[matmul_til
   }
 }
 
-TEST_CASE("matmul tiled kernel: tuning stores a shape the device runs; one it cannot is ignored",
+TEST_CASE("matmul tiled kernel: tuning stores a shape the device runs, and one it cannot run is ignored",
           "[matmul_tiles]") {
   vkt::Device& device = vkt::test::shared_device();
   {
