@@ -137,8 +137,9 @@ TEST_CASE("matmul tiled kernel: conv2d runs on a tuned tile shape", "[matmul_til
   }
 }
 
-TEST_CASE("matmul tiled kernel: tuning stores a shape the device runs, and one it cannot run is ignored",
-          "[matmul_tiles]") {
+TEST_CASE(
+    "matmul tiled kernel: tuning stores a shape the device runs, and one it cannot run is ignored",
+    "[matmul_tiles]") {
   vkt::Device& device = vkt::test::shared_device();
   {
     // 32 x 32 blocks and 3-wide rows: not a shape any device runs.
