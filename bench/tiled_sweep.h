@@ -10,7 +10,6 @@
 #include <vktower/runtime/graph/ops/matmul_tiles.h>
 #include <vktower/vktower.h>
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -45,45 +44,19 @@ struct SquareOperands {
   Buffer a, b, c;
 };
 
-/// GFLOP/s of C[n,n] = A[n,n] * B[n,n] with `shape`, the median of `reps`
-/// timings of `batch` back-to-back dispatches (device timestamps where the
-/// device has them, else submit-to-wait wall time).
+/// GFLOP/s of C[n,n] = A[n,n] * B[n,n] with `shape` (time_tiled_shape: the
+/// fastest of `reps` timings of `batch` back-to-back dispatches), and the
+/// result's largest error on sampled elements.
 inline TiledSweepResult time_tiled_shape(Device& device, const TiledShape& shape,
                                          SquareOperands& op, int reps, int batch) {
   const std::uint32_t n = op.n;
   const std::vector<float>& ha = op.ha;
   const std::vector<float>& hb = op.hb;
-  const Buffer &a = op.a, &b = op.b, &c = op.c;
   std::mt19937 rng(11);
-  std::vector<SpecConstant> constants = shape.constants();
-  constants.push_back(SpecConstant::u32(7, 0));
-  constants.push_back(SpecConstant::u32(8, 0));
-  const Kernel& kernel = device.kernel(
-      {.shader = "matmul_tiled", .local_size = shape.local_size(), .constants = constants});
-  struct Push {
-    std::uint32_t m, n, k;
-  };
-  const Groups groups{(n + shape.bn - 1) / shape.bn, (n + shape.bm - 1) / shape.bm, 1};
-  const bool stamps = device.info().timestamps;
-  Stream stream(device);
-  std::size_t t0 = 0, t1 = 0;
-  if (stamps) t0 = stream.timestamp();
-  for (int i = 0; i < batch; ++i) stream.dispatch(kernel, {a, b, c}, Push{n, n, n}, groups);
-  if (stamps) t1 = stream.timestamp();
-  stream.run();  // warm-up
-  std::vector<double> seconds;
-  for (int r = 0; r < reps; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    stream.run();
-    const double wall =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    seconds.push_back(stamps ? stream.elapsed_ns(t0, t1) * 1e-9 : wall);
-  }
-  std::sort(seconds.begin(), seconds.end());
-  TiledSweepResult result{shape,
-                          2.0 * n * n * double(n) * batch / seconds[seconds.size() / 2] / 1e9, 0};
+  const double seconds = vkt::time_tiled_shape(device, shape, op.a, op.b, op.c, n, batch, reps);
+  TiledSweepResult result{shape, 2.0 * n * n * double(n) * batch / seconds / 1e9, 0};
   // Sampled elements against a double-precision dot product.
-  const std::vector<float> hc = c.download<float>();
+  const std::vector<float> hc = op.c.download<float>();
   std::uniform_int_distribution<std::uint32_t> pick(0, n - 1);
   for (int s = 0; s < 64; ++s) {
     const std::uint32_t i = s == 0 ? n - 1 : pick(rng), j = s == 0 ? n - 1 : pick(rng);

@@ -14,6 +14,7 @@
 
 namespace vkt {
 
+class Buffer;
 class Device;
 
 /// A workgroup computes a bm x bn tile of C, bk deep per shared-memory slab;
@@ -65,6 +66,13 @@ std::optional<TiledShape> stored_tiled_shape(Device& device);
 /// tune_tiled_shape(), stored there. lavapipe is not tuned (its matmuls take
 /// the texel kernel) and gets default_tiled_shape().
 TiledShape tiled_shape(Device& device);
+
+/// Seconds of `dispatches` back-to-back products C[n,n] = A[n,n] * B[n,n]
+/// with `shape` (buffers of at least n * n floats), the fastest of `reps`
+/// runs after a warm-up (the fastest: other work on the device only ever adds
+/// time); device timestamps where the device has them, else wall time.
+double time_tiled_shape(Device& device, const TiledShape& shape, const Buffer& a, const Buffer& b,
+                        const Buffer& c, std::uint32_t n, int dispatches, int reps = 3);
 
 /// Times C = A * B at `size`^3 with every candidate that fits `device`
 /// (device timestamps where the device has them, else wall time), stores the

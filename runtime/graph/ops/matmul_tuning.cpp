@@ -18,11 +18,10 @@ struct Push {
   std::uint32_t m, n, k;
 };
 
-// Seconds of `dispatches` back-to-back products with `shape`, the best of 3
-// runs after a warm-up (the best, not the median: other work on the device
-// only ever adds time).
-double time_shape(Device& device, const TiledShape& shape, const Buffer& a, const Buffer& b,
-                  const Buffer& c, std::uint32_t n, int dispatches) {
+}  // namespace
+
+double time_tiled_shape(Device& device, const TiledShape& shape, const Buffer& a, const Buffer& b,
+                        const Buffer& c, std::uint32_t n, int dispatches, int reps) {
   std::vector<SpecConstant> constants = shape.constants();
   constants.push_back(SpecConstant::u32(7, 0));
   constants.push_back(SpecConstant::u32(8, 0));
@@ -36,7 +35,7 @@ double time_shape(Device& device, const TiledShape& shape, const Buffer& a, cons
   const std::size_t t1 = stamps ? stream.timestamp() : 0;
   stream.run();
   double best = std::numeric_limits<double>::infinity();
-  for (int r = 0; r < 3; ++r) {
+  for (int r = 0; r < reps; ++r) {
     const auto start = std::chrono::steady_clock::now();
     stream.run();
     const double wall =
@@ -45,8 +44,6 @@ double time_shape(Device& device, const TiledShape& shape, const Buffer& a, cons
   }
   return best;
 }
-
-}  // namespace
 
 TiledShape tune_tiled_shape(Device& device, std::uint32_t size) {
   // One tuning run at a time in the process: towers on one GPU would
@@ -71,14 +68,14 @@ TiledShape tune_tiled_shape(Device& device, std::uint32_t size) {
   TiledShape best = default_tiled_shape(device);
   // A slow device (an integrated GPU, a software one) tunes on a smaller
   // product: one that the default shape computes in about 20 ms at most.
-  double seconds = time_shape(device, best, a, b, c, size, 1);
+  double seconds = time_tiled_shape(device, best, a, b, c, size, 1);
   while (seconds > 0.02 && size > 256) size /= 2, seconds /= 8;
   double best_seconds = std::numeric_limits<double>::infinity();
   for (const TiledShape& shape : tiled_candidates()) {
     if (!tiled_shape_fits(device, shape)) continue;
     // Past the budget, the best so far: the first candidates are the likely ones.
     if (elapsed() > 3.0) break;
-    const double t = time_shape(device, shape, a, b, c, size, 2);
+    const double t = time_tiled_shape(device, shape, a, b, c, size, 2);
     if (t < best_seconds) best_seconds = t, best = shape;
   }
   device.tuning().store(kTiledShapeKey, best.values());
