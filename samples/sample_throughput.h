@@ -42,14 +42,17 @@ inline double seconds_since_kernel_start() {
   return now_s - start_ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
-/// Seconds since this process started: the kernel's account where it is
-/// plausible, else since static initialization. A virtual machine restored
-/// from a snapshot keeps the start times of before (an NVIDIA H100 machine
-/// read -7e6 s), so a value below 0 or above a day is not trusted.
+/// Seconds since this process started: the kernel's account when it is at
+/// most a second before static initialization (the dynamic loader's share),
+/// else since static initialization. The kernel's start is the PID's: a
+/// process that a script exec()s inherits the script's (scripts/demo.sh's
+/// build counted, 149 s), and a virtual machine restored from a snapshot keeps
+/// the start times of before (an NVIDIA H100 machine read -7e6 s).
 inline double seconds_since_process_start() {
+  const double since_init =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - kStaticInitTime).count();
   const double kernel = seconds_since_kernel_start();
-  if (kernel >= 0 && kernel < 86400) return kernel;
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - kStaticInitTime).count();
+  return kernel >= since_init && kernel <= since_init + 1.0 ? kernel : since_init;
 }
 
 /// Times the training steps themselves: begin() comes after the model is
