@@ -28,6 +28,10 @@
 //   K_SETUP(k0)           at the start of every k step
 //   MATMUL_EPILOGUE(m, n, v)  the vec4 stored at C[m, n .. n + 3] for the sums v
 //                         (the fused dense layer's bias and activation)
+//   STORE_SETUP(n)        once per chunk of columns n .. n + 3, before its rows'
+//                         epilogues (what depends on the columns alone: the bias)
+//   AFTER_STORE(m0, n_lane, n_stride)  once the block is stored (C is then
+//                         read-write: C_READ defined), for a second pass over it
 // The functions they call may be declared before and defined after the include.
 //
 // Every array index is a constant: lavapipe keeps constant-indexed arrays in
@@ -47,7 +51,11 @@ layout(constant_id = 5) const bool B_ALIGNED = true;
 
 layout(binding = 0) uniform samplerBuffer A;
 layout(binding = 1) uniform samplerBuffer B;
+#ifdef C_READ
+layout(std430, binding = 2) buffer C { float c[]; };
+#else
 layout(std430, binding = 2) writeonly buffer C { float c[]; };
+#endif
 layout(push_constant) uniform Params {
   uint M, N, K;
   uint a_last, b_last;  // last valid texel index of each view
@@ -176,7 +184,14 @@ vec4 ar[RM];         // ar[r] = op(A)[m0 + r, k0 .. k0 + 3]
     if (n + 2u < N) c[o + 2u] = s.z;                                \
     if (n + 3u < N) c[o + 3u] = s.w;                                \
   }
-#define STORE_CHUNK(q) FOR_ROWS(STORE, q)
+#ifndef STORE_SETUP
+#define STORE_SETUP(n)
+#endif
+#define STORE_CHUNK(q)                      \
+  {                                         \
+    STORE_SETUP(n_lane + (q) * n_stride)    \
+    FOR_ROWS(STORE, q)                      \
+  }
 
 void main() {
   uint m0 = gl_WorkGroupID.y * RM;
@@ -203,4 +218,7 @@ void main() {
     FOR_CHUNKS(CHUNK)
   }
   FOR_CHUNKS(STORE_CHUNK)
+#ifdef AFTER_STORE
+  AFTER_STORE(m0, n_lane, n_stride);
+#endif
 }
