@@ -42,14 +42,39 @@ double micros(Fn&& fn) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
 }
 
+vkt::Tensor tiny_mlp_loss(const vkt::Tensor& x, const vkt::Tensor& y) {
+  using vkt::layers::Activation;
+  const vkt::Tensor h = vkt::layers::dense(x, kHidden, Activation::Relu, "h");
+  const vkt::Tensor logits = vkt::layers::dense(h, kClasses, Activation::None, "logits");
+  return vkt::sparse_softmax_cross_entropy(y, logits);
+}
+
 vkt::EstimatorSpec tiny_mlp(vkt::ModelContext&, const vkt::TensorDict& f, const vkt::TensorDict& l,
                             vkt::Mode mode, const vkt::Params&) {
-  using vkt::layers::Activation;
-  const vkt::Tensor h = vkt::layers::dense(f.at("x"), kHidden, Activation::Relu, "h");
-  const vkt::Tensor logits = vkt::layers::dense(h, kClasses, Activation::None, "logits");
-  const vkt::Tensor loss = vkt::sparse_softmax_cross_entropy(l.at("y"), logits);
+  const vkt::Tensor loss = tiny_mlp_loss(f.at("x"), l.at("y"));
   vkt::TowerOptimizer sgd(std::make_unique<vkt::SGD>(0.01f));
   return vkt::EstimatorSpec{.mode = mode, .loss = loss, .train_op = sgd.minimize(loss)};
+}
+
+/// The step's commands, in order, each with its op and device time: the same
+/// program the one-tower TowerRun runs, built on a Graph and profiled.
+void print_commands(vkt::Device& device, const vkt::HostBatch& features,
+                    const vkt::HostBatch& labels, std::int64_t batch) {
+  vkt::Graph graph(device, {.seed = 1});
+  const vkt::Tensor x = graph.input("x", {batch, kIn});
+  const vkt::Tensor y = graph.input("y", {batch}, vkt::DType::I32);
+  const vkt::Tensor loss = tiny_mlp_loss(x, y);
+  const vkt::Tensor train = vkt::SGD(0.01f).minimize(loss);
+  vkt::Executor step(graph, {loss, train}, {.timestamps = true, .profile = true});
+  step.feed("x", features.at("x").f32);
+  step.feed("y", labels.at("y").i32);
+  for (int i = 0; i < 5; ++i) step.run();
+  const auto commands = step.profile();
+  if (commands.empty()) return;  // no timestamp queries on this device
+  fmt::print("  the step's commands (one profiled run):\n");
+  for (const auto& c : commands) {
+    fmt::print("    {:<28} {:<24} {:<20} {:8.1f} us\n", c.kernel, c.op, c.tensor, c.ms * 1e3);
+  }
 }
 
 /// A stream of `count` tiny saxpy dispatches, each reading what the one
@@ -78,6 +103,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 65536));
   app.add_option("--device", device_index, "device (vkt-info lists them)")->capture_default_str();
+  bool list_commands = false;
+  app.add_flag("--commands", list_commands, "also list the step's commands with their device time");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -135,6 +162,7 @@ int main(int argc, char** argv) {
     fmt::print("  {:<58}{:9.1f} us  ratio {:.2f}; the step is {:.2f} of it\n",
                fmt::format("a stream of {} dependent tiny dispatches", commands), chain_time,
                chain_time / trip, step / chain_time);
+    if (list_commands) print_commands(device, features, labels, batch);
     fmt::print("step_overhead_ratio={:.2f}\n", step / trip);
     return 0;
   } catch (const vkt::Error& e) {

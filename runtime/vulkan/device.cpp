@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "detail/lifetime_lock.h"
 #include "detail/log.h"
 #include "detail/query_device.h"
 #include "detail/vk_check.h"
@@ -15,6 +16,7 @@
 #include "host_transfer.h"
 #include "instance.h"
 #include "kernel.h"
+#include "pipeline_builder.h"
 #include "pipeline_cache.h"
 
 namespace vkt {
@@ -113,7 +115,10 @@ Device::Device(Instance& instance, std::uint32_t index, DeviceOptions options)
   info.pQueueCreateInfos = queues.data();
   info.enabledExtensionCount = static_cast<std::uint32_t>(extensions.size());
   info.ppEnabledExtensionNames = extensions.data();
-  VKT_CHECK(vkCreateDevice(physical_, &info, nullptr, &device_));
+  {
+    const std::unique_lock lifetime(detail::lifetime_lock());
+    VKT_CHECK(vkCreateDevice(physical_, &info, nullptr, &device_));
+  }
 
   try {
     const char* wait_name = core_timeline ? "vkWaitSemaphores" : "vkWaitSemaphoresKHR";
@@ -149,6 +154,7 @@ Device::Device(Instance& instance, std::uint32_t index, DeviceOptions options)
     std::copy(std::begin(properties.pipelineCacheUUID), std::end(properties.pipelineCacheUUID),
               key.pipeline_cache_uuid.begin());
     pipeline_cache_ = std::make_unique<PipelineCache>(device_, key, options_.cache_dir);
+    pipeline_builder_ = std::make_unique<PipelineBuilder>();
     tuning_ = detail::shared_tuning_cache(options_.cache_dir, key.stem());
   } catch (...) {
     release();
@@ -165,6 +171,17 @@ Device::~Device() {
 }
 
 void Device::save_caches() {
+  // Pipelines still building go into the cache too.
+  {
+    std::lock_guard lock(kernels_mutex_);
+    for (const auto& [key, kernel] : kernels_) {
+      try {
+        kernel->vk_pipeline();
+      } catch (const Error&) {
+        // Reported where the kernel is used.
+      }
+    }
+  }
   if (pipeline_cache_) pipeline_cache_->save();
   if (tuning_) tuning_->save();
 }
@@ -181,13 +198,15 @@ void Device::release() {
   if (device_ == VK_NULL_HANDLE) return;
   vkDeviceWaitIdle(device_);
   host_transfer_.reset();
-  kernels_.clear();
+  kernels_.clear();  // each waits for its build
+  pipeline_builder_.reset();
   pipeline_cache_.reset();
   tuning_.reset();
   for (Queue* q : {&compute_, &transfer_}) {
     if (q->timeline != VK_NULL_HANDLE) vkDestroySemaphore(device_, q->timeline, nullptr);
     q->timeline = VK_NULL_HANDLE;
   }
+  const std::unique_lock lifetime(detail::lifetime_lock());
   vkDestroyDevice(device_, nullptr);
   device_ = VK_NULL_HANDLE;
 }

@@ -24,6 +24,7 @@ class HostTransfer;
 class Instance;
 class Kernel;
 struct KernelDesc;
+class PipelineBuilder;
 class PipelineCache;
 
 /// How a Device is made.
@@ -167,6 +168,8 @@ class Device {
   /// Host transfers of unmapped buffers (Buffer::upload/download): made on
   /// first use, reused by every later transfer, destroyed before the device.
   HostTransfer& host_transfer();
+  /// The threads that build this device's pipelines (Kernel).
+  PipelineBuilder& pipeline_builder() { return *pipeline_builder_; }
 
  private:
   struct Queue {
@@ -196,6 +199,7 @@ class Device {
   PFN_vkWaitSemaphores wait_semaphores_ = nullptr;
   PFN_vkGetSemaphoreCounterValue semaphore_value_ = nullptr;
 
+  std::unique_ptr<PipelineBuilder> pipeline_builder_;
   std::mutex kernels_mutex_;
   std::map<std::string, std::unique_ptr<Kernel>> kernels_;
   std::atomic<std::uint64_t> allocations_{0};

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "detail/lifetime_lock.h"
 #include "detail/log.h"
 #include "detail/query_device.h"
 #include "detail/vk_check.h"
@@ -125,7 +126,10 @@ Instance::Instance(InstanceOptions options) : options_(std::move(options)) {
   info.ppEnabledLayerNames = layers.data();
   info.enabledExtensionCount = static_cast<std::uint32_t>(extensions.size());
   info.ppEnabledExtensionNames = extensions.data();
-  VKT_CHECK(vkCreateInstance(&info, nullptr, &instance_));
+  {
+    const std::unique_lock lifetime(detail::lifetime_lock());
+    VKT_CHECK(vkCreateInstance(&info, nullptr, &instance_));
+  }
 
   try {
     if (options_.validation) {
@@ -162,6 +166,7 @@ void Instance::release() {
     messenger_ = VK_NULL_HANDLE;
   }
   if (instance_ != VK_NULL_HANDLE) {
+    const std::unique_lock lifetime(detail::lifetime_lock());
     vkDestroyInstance(instance_, nullptr);
     instance_ = VK_NULL_HANDLE;
   }

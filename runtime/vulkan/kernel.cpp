@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 
+#include "detail/lifetime_lock.h"
 #include "detail/log.h"
 #include "detail/vk_check.h"
 #include "device.h"
 #include "error.h"
+#include "pipeline_builder.h"
 #include "shader_registry.h"
 
 namespace vkt {
@@ -140,7 +143,31 @@ Kernel::Kernel(Device& device, const KernelDesc& desc)
   VKT_CHECK(vkCreatePipelineLayout(vk, &layout_info, nullptr, &layout));
   layout_ = {vk, layout};
 
+  // The build runs on a worker: it owns copies of what it reads, and this
+  // object waits for it before it is destroyed.
   const std::span<const std::uint32_t> words = shaders::find(desc.shader);
+  const VkPipelineCache cache = device.vk_pipeline_cache();
+  device.count_created(DeviceObject::Pipeline);
+  built_ = device.pipeline_builder().start(
+      [this, vk, cache, layout, words, entries = std::move(entries), data = std::move(data),
+       index = info.index] { build(vk, cache, layout, words, entries, data, index); });
+}
+
+Kernel::~Kernel() {
+  if (built_.valid()) built_.wait();
+}
+
+VkPipeline Kernel::vk_pipeline() const {
+  built_.get();
+  return pipeline_.get();
+}
+
+void Kernel::build(VkDevice vk, VkPipelineCache cache, VkPipelineLayout layout,
+                   std::span<const std::uint32_t> words,
+                   const std::vector<VkSpecializationMapEntry>& entries,
+                   const std::vector<std::uint32_t>& data, std::uint32_t device_index) {
+  const std::shared_lock lifetime(detail::lifetime_lock());
+  const auto started = std::chrono::steady_clock::now();
   VkShaderModuleCreateInfo module_info{};
   module_info.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
   module_info.codeSize = words.size_bytes();
@@ -164,13 +191,15 @@ Kernel::Kernel(Device& device, const KernelDesc& desc)
   pipeline_info.stage.pSpecializationInfo = entries.empty() ? nullptr : &specialization;
   pipeline_info.layout = layout;
   VkPipeline pipeline = VK_NULL_HANDLE;
-  VKT_CHECK(vkCreateComputePipelines(vk, device.vk_pipeline_cache(), 1, &pipeline_info, nullptr,
-                                     &pipeline));
+  VKT_CHECK(vkCreateComputePipelines(vk, cache, 1, &pipeline_info, nullptr, &pipeline));
   pipeline_ = {vk, pipeline};
-  device.count_created(DeviceObject::Pipeline);
-  detail::log().debug("kernel '{}' built on device {} ({}x{}x{}, {} buffers, {} push bytes)", name_,
-                      info.index, local_size_[0], local_size_[1], local_size_[2],
-                      shader_.bindings.size(), shader_.push_constant_bytes);
+  detail::log().debug(
+      "kernel '{}' built on device {} ({}x{}x{}, {} buffers, {} push bytes, {} SPIR-V bytes) in "
+      "{:.1f} ms",
+      name_, device_index, local_size_[0], local_size_[1], local_size_[2], shader_.bindings.size(),
+      shader_.push_constant_bytes, words.size_bytes(),
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+          .count());
 }
 
 }  // namespace vkt

@@ -78,7 +78,7 @@ std::size_t Stream::end_segment() {
   // What the segment wrote becomes visible to the host once its ticket is done
   // (other queues see it through the semaphore).
   record_barrier(VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT, /*counted=*/false);
-  VKT_CHECK(vkEndCommandBuffer(commands_buffer_));
+  end_commands();
   segments_.push_back(commands_buffer_);
   begin_commands();
   return segments_.size() - 1;
@@ -122,6 +122,8 @@ Stream& Stream::operator=(Stream&& other) noexcept {
     profile_start_ = other.profile_start_;
     profiled_ = std::move(other.profiled_);
     pending_ = std::move(other.pending_);
+    unrecorded_ = std::move(other.unrecorded_);
+    failed_ = std::move(other.failed_);
     last_ = std::exchange(other.last_, {});
     commands_ = other.commands_;
     dispatches_ = other.dispatches_;
@@ -131,8 +133,29 @@ Stream& Stream::operator=(Stream&& other) noexcept {
   return *this;
 }
 
+void Stream::record(std::function<void(VkCommandBuffer)> command) {
+  unrecorded_.push_back(std::move(command));
+}
+
+void Stream::end_commands() {
+  const std::vector<std::function<void(VkCommandBuffer)>> commands = std::move(unrecorded_);
+  unrecorded_.clear();
+  try {
+    for (const auto& command : commands) command(commands_buffer_);
+    VKT_CHECK(vkEndCommandBuffer(commands_buffer_));
+  } catch (const std::exception& e) {
+    // Half recorded: this stream can never be submitted.
+    failed_ = e.what();
+    throw;
+  }
+}
+
 void Stream::check_recording(const char* what) const {
   if (!pool_) throw Error(fmt::format("cannot {} on a moved-from stream", what));
+  if (!failed_.empty()) {
+    throw Error(fmt::format("cannot {}: recording this stream failed ({}); record a new Stream",
+                            what, failed_));
+  }
   if (ended_) {
     throw Error(
         fmt::format("cannot {} on a stream that was already submitted: a stream is "
@@ -166,8 +189,9 @@ void Stream::record_barrier(VkPipelineStageFlags dst_stage, VkAccessFlags dst_ac
   barrier.srcAccessMask =
       transfer_only() ? VkAccessFlags{VK_ACCESS_TRANSFER_WRITE_BIT} : kWorkWrites;
   barrier.dstAccessMask = dst_access;
-  vkCmdPipelineBarrier(commands_buffer_, work_stages(), dst_stage, 0, 1, &barrier, 0, nullptr, 0,
-                       nullptr);
+  record([barrier, src_stage = work_stages(), dst_stage](VkCommandBuffer commands) {
+    vkCmdPipelineBarrier(commands, src_stage, dst_stage, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+  });
   if (counted) ++barriers_;
   pending_.clear();
 }
@@ -340,14 +364,18 @@ void Stream::dispatch(const Kernel& kernel, std::span<const BufferRange> buffers
                          writes.data(), 0, nullptr);
 
   order(accesses);
-  vkCmdBindPipeline(commands_buffer_, VK_PIPELINE_BIND_POINT_COMPUTE, kernel.vk_pipeline());
-  vkCmdBindDescriptorSets(commands_buffer_, VK_PIPELINE_BIND_POINT_COMPUTE, kernel.vk_layout(), 0,
-                          1, &set, 0, nullptr);
-  if (!push.empty()) {
-    vkCmdPushConstants(commands_buffer_, kernel.vk_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                       static_cast<std::uint32_t>(push.size()), push.data());
-  }
-  vkCmdDispatch(commands_buffer_, groups[0], groups[1], groups[2]);
+  record([kernel = &kernel, set, push = std::vector<std::byte>(push.begin(), push.end()),
+          groups](VkCommandBuffer commands) {
+    // Waits for the pipeline's build (Kernel): the one place that needs it.
+    vkCmdBindPipeline(commands, VK_PIPELINE_BIND_POINT_COMPUTE, kernel->vk_pipeline());
+    vkCmdBindDescriptorSets(commands, VK_PIPELINE_BIND_POINT_COMPUTE, kernel->vk_layout(), 0, 1,
+                            &set, 0, nullptr);
+    if (!push.empty()) {
+      vkCmdPushConstants(commands, kernel->vk_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                         static_cast<std::uint32_t>(push.size()), push.data());
+    }
+    vkCmdDispatch(commands, groups[0], groups[1], groups[2]);
+  });
   ++commands_;
   ++dispatches_;
   if (profile_start_) profile_command(kernel.name());
@@ -398,8 +426,9 @@ void Stream::copy(BufferRange src, BufferRange dst) {
   const Access accesses[] = {{src.buffer->vk_buffer(), src.offset, src.size(), false},
                              {dst.buffer->vk_buffer(), dst.offset, dst.size(), true}};
   order(accesses);
-  VkBufferCopy region{src.offset, dst.offset, src.size()};
-  vkCmdCopyBuffer(commands_buffer_, src.buffer->vk_buffer(), dst.buffer->vk_buffer(), 1, &region);
+  const VkBufferCopy region{src.offset, dst.offset, src.size()};
+  record([region, from = src.buffer->vk_buffer(), to = dst.buffer->vk_buffer()](
+             VkCommandBuffer commands) { vkCmdCopyBuffer(commands, from, to, 1, &region); });
   ++commands_;
   if (profile_start_) profile_command("copy");
 }
@@ -413,7 +442,8 @@ void Stream::fill(BufferRange dst, std::uint32_t word) {
   }
   const Access access[] = {{dst.buffer->vk_buffer(), dst.offset, dst.size(), true}};
   order(access);
-  vkCmdFillBuffer(commands_buffer_, dst.buffer->vk_buffer(), dst.offset, dst.size(), word);
+  record([to = dst.buffer->vk_buffer(), offset = dst.offset, size = dst.size(),
+          word](VkCommandBuffer commands) { vkCmdFillBuffer(commands, to, offset, size, word); });
   ++commands_;
   if (profile_start_) profile_command("fill");
 }
@@ -430,10 +460,14 @@ Ticket Stream::submit(std::span<const Ticket> waits) {
 }
 
 void Stream::end_recording() {
+  if (!failed_.empty()) {
+    throw Error(fmt::format("cannot submit: recording this stream failed ({}); record a new Stream",
+                            failed_));
+  }
   if (ended_) return;
   // Makes the work's writes visible to host reads once the ticket completes.
   record_barrier(VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT, /*counted=*/false);
-  VKT_CHECK(vkEndCommandBuffer(commands_buffer_));
+  end_commands();
   ended_ = true;
   segments_.push_back(commands_buffer_);  // every segment, in order
   segment_values_.assign(segments_.size(), 0);

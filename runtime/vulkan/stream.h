@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <span>
@@ -150,6 +151,10 @@ class Stream {
   void record_barrier(VkPipelineStageFlags dst_stage, VkAccessFlags dst_access,
                       bool counted = true);
   VkDescriptorSet allocate_set(VkDescriptorSetLayout layout);
+  /// Queues a command of the current segment (see unrecorded_).
+  void record(std::function<void(VkCommandBuffer)> command);
+  /// Records the queued commands into the segment's command buffer and ends it.
+  void end_commands();
 
   Device* device_;
   QueueKind queue_;
@@ -177,6 +182,11 @@ class Stream {
   VkPipelineStageFlags work_stages() const;
   VkAccessFlags work_access() const;
   std::vector<Access> pending_;
+  // The current segment's commands, recorded into its command buffer only when
+  // it ends: by then the pipelines its dispatches bind, which Device::kernel
+  // builds on worker threads, have compiled side by side.
+  std::vector<std::function<void(VkCommandBuffer)>> unrecorded_;
+  std::string failed_;  // why recording the commands failed (the stream is unusable)
   Ticket last_;
   std::vector<std::uint64_t> segment_values_;  // each segment's latest timeline value
   std::size_t commands_ = 0;

@@ -36,8 +36,10 @@ std::size_t Stream::timestamp() {
   }
   // Reset and written by every replay, so each submission measures itself.
   const VkQueryPool queries = query_pools_[pool].get();
-  vkCmdResetQueryPool(commands_buffer_, queries, slot, 1);
-  vkCmdWriteTimestamp(commands_buffer_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, slot);
+  record([queries, slot](VkCommandBuffer commands) {
+    vkCmdResetQueryPool(commands, queries, slot, 1);
+    vkCmdWriteTimestamp(commands, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, slot);
+  });
   return timestamps_++;
 }
 

@@ -1,0 +1,46 @@
+#include "pipeline_builder.h"
+
+#include <algorithm>
+
+namespace vkt {
+
+PipelineBuilder::~PipelineBuilder() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+std::shared_future<void> PipelineBuilder::start(std::function<void()> build) {
+  std::packaged_task<void()> task(std::move(build));
+  std::shared_future<void> done = task.get_future().share();
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(std::move(task));
+    const std::size_t wanted =
+        std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, kMaxThreads);
+    if (threads_.size() < wanted) {
+      threads_.emplace_back([this] { work(); });
+    }
+  }
+  wake_.notify_one();
+  return done;
+}
+
+void PipelineBuilder::work() {
+  for (;;) {
+    std::packaged_task<void()> task;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and nothing left to build
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    task();  // an exception lands in the task's future
+  }
+}
+
+}  // namespace vkt
