@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <memory>
 #include <string>
 #include <vector>
 #include "sample_flags.h"
@@ -66,12 +67,17 @@ inline int processes_of(const vkt::Estimator& estimator) {
 struct Towers {
   std::vector<std::uint32_t> devices;
   std::string description;  // "0,0: llvmpipe ..."
+  /// The instance that read the list, kept open for the run: while one lives
+  /// the loader keeps the Vulkan driver loaded, so the instances the Estimator
+  /// opens do not load it again (lavapipe: ~20 ms each).
+  std::unique_ptr<vkt::Instance> instance;
 };
 
 /// The --devices list, replaced by VKT_DEVICES when that is set.
 inline Towers resolve_devices(const std::string& list) {
-  vkt::Instance instance;  // only to read the device list; the Estimator opens its own
   Towers towers;
+  towers.instance = std::make_unique<vkt::Instance>();
+  const vkt::Instance& instance = *towers.instance;
   towers.devices =
       vkt::device_list_from_environment(instance, vkt::parse_device_list(list, instance));
   std::vector<std::string> names;

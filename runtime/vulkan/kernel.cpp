@@ -150,7 +150,8 @@ Kernel::Kernel(Device& device, const KernelDesc& desc)
   device.count_created(DeviceObject::Pipeline);
   built_ = device.pipeline_builder().start(
       [this, vk, cache, layout, words, entries = std::move(entries), data = std::move(data),
-       index = info.index] { build(vk, cache, layout, words, entries, data, index); });
+       index = info.index] { build(vk, cache, layout, words, entries, data, index); },
+      words.size_bytes());
 }
 
 Kernel::~Kernel() {

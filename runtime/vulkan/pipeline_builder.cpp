@@ -13,12 +13,13 @@ PipelineBuilder::~PipelineBuilder() {
   for (std::thread& t : threads_) t.join();
 }
 
-std::shared_future<void> PipelineBuilder::start(std::function<void()> build) {
+std::shared_future<void> PipelineBuilder::start(std::function<void()> build, std::size_t size) {
   std::packaged_task<void()> task(std::move(build));
   std::shared_future<void> done = task.get_future().share();
   {
     std::lock_guard lock(mutex_);
-    queue_.push_back(std::move(task));
+    // Arrival counts down, so that among equal sizes the earliest sorts first.
+    queue_.emplace(std::make_pair(size, UINT64_MAX - arrivals_++), std::move(task));
     const std::size_t wanted =
         std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, kMaxThreads);
     if (threads_.size() < wanted) {
@@ -36,8 +37,8 @@ void PipelineBuilder::work() {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping, and nothing left to build
-      task = std::move(queue_.front());
-      queue_.pop_front();
+      task = std::move(queue_.begin()->second);
+      queue_.erase(queue_.begin());
     }
     task();  // an exception lands in the task's future
   }
