@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -40,6 +42,27 @@ TEST_CASE("the pipeline builder runs builds off the caller's thread, each once, 
   CHECK(ids.count(std::this_thread::get_id()) == 0);
   CHECK(ids.size() >= 1);
   CHECK(ids.size() <= vkt::PipelineBuilder::kMaxThreads);
+}
+
+TEST_CASE("the pipeline builder starts the largest waiting build first") {
+  std::mutex mutex;
+  std::vector<std::size_t> order;
+  std::promise<void> gate;
+  std::shared_future<void> open = gate.get_future().share();
+  {
+    vkt::PipelineBuilder builder(1);
+    builder.start([open] { open.wait(); });  // holds the one thread while the rest queue
+    for (std::size_t size : {100, 50000, 7, 50000, 3000}) {
+      builder.start(
+          [&, size] {
+            std::lock_guard lock(mutex);
+            order.push_back(size);
+          },
+          size);
+    }
+    gate.set_value();
+  }
+  CHECK(order == std::vector<std::size_t>{50000, 50000, 3000, 100, 7});
 }
 
 TEST_CASE("a stream of kernels still building records, runs them in order and waits for each") {

@@ -4,6 +4,11 @@
 
 namespace vkt {
 
+PipelineBuilder::PipelineBuilder(std::size_t max_threads)
+    : max_threads_(max_threads > 0 ? max_threads
+                                   : std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1,
+                                                             kMaxThreads)) {}
+
 PipelineBuilder::~PipelineBuilder() {
   {
     std::lock_guard lock(mutex_);
@@ -20,9 +25,7 @@ std::shared_future<void> PipelineBuilder::start(std::function<void()> build, std
     std::lock_guard lock(mutex_);
     // Arrival counts down, so that among equal sizes the earliest sorts first.
     queue_.emplace(std::make_pair(size, UINT64_MAX - arrivals_++), std::move(task));
-    const std::size_t wanted =
-        std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, kMaxThreads);
-    if (threads_.size() < wanted) {
+    if (threads_.size() < max_threads_) {
       threads_.emplace_back([this] { work(); });
     }
   }

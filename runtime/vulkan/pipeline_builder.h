@@ -25,7 +25,8 @@ class PipelineBuilder {
  public:
   static constexpr std::size_t kMaxThreads = 8;
 
-  PipelineBuilder() = default;
+  /// At most `max_threads` threads (0: one per hardware thread, at most kMaxThreads).
+  explicit PipelineBuilder(std::size_t max_threads = 0);
   ~PipelineBuilder();
   PipelineBuilder(const PipelineBuilder&) = delete;
   PipelineBuilder& operator=(const PipelineBuilder&) = delete;
@@ -43,6 +44,7 @@ class PipelineBuilder {
   std::map<std::pair<std::size_t, std::uint64_t>, std::packaged_task<void()>, std::greater<>>
       queue_;
   std::uint64_t arrivals_ = 0;
+  std::size_t max_threads_;
   std::vector<std::thread> threads_;
   bool stopping_ = false;
 };
