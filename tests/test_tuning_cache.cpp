@@ -19,6 +19,7 @@
 #include <vktower/runtime/vulkan/device.h>
 #include <vktower/runtime/vulkan/instance.h>
 #include <vktower/runtime/vulkan/tuning_cache.h>
+#include "env_scope.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -63,31 +64,7 @@ void write_text(const fs::path& file, const std::string& text) {
   std::ofstream(file, std::ios::trunc) << text;
 }
 
-// Sets an environment variable for a scope, then puts back what was there.
-class EnvScope {
- public:
-  EnvScope(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~EnvScope() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-  EnvScope(const EnvScope&) = delete;
-  EnvScope& operator=(const EnvScope&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using vkt::test::EnvScope;
 
 }  // namespace
 

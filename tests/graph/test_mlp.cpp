@@ -13,6 +13,7 @@
 #include <vktower/runtime/graph/ops/losses.h>
 
 #include "../shared_device.h"
+#include "matmul_variant_scope.h"
 
 namespace {
 
@@ -89,7 +90,7 @@ double relative_error(const std::vector<float>& got, const Matrix& want) {
 
 TEST_CASE("a two-layer MLP's loss and gradients match a hand-written CPU network") {
   const char* variant = GENERATE("texel", "tiled");
-  ::setenv("VKT_MATMUL_VARIANT", variant, 1);
+  const vkt::test::VariantScope scope(variant);
   INFO("matmul variant " << variant);
   const int batch = 16, in = 20, hidden = 33, out = 10;
   vkt::Graph g(vkt::test::shared_device(), {.seed = 11});
@@ -139,5 +140,4 @@ TEST_CASE("a two-layer MLP's loss and gradients match a hand-written CPU network
   CHECK(relative_error(exec.read(grads[1].dense), db1) < 1e-5);
   CHECK(relative_error(exec.read(grads[2].dense), dw2) < 1e-5);
   CHECK(relative_error(exec.read(grads[3].dense), db2) < 1e-5);
-  ::unsetenv("VKT_MATMUL_VARIANT");
 }

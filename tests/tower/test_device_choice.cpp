@@ -14,6 +14,7 @@
 #include <vktower/tower/device_choice.h>
 #include <vktower/tower/device_list.h>
 
+#include "../env_scope.h"
 #include "../test_support.h"
 
 using Catch::Matchers::Contains;
@@ -150,7 +151,7 @@ TEST_CASE("on this machine the default run takes lavapipe, and VKT_DEVICES says 
   for (const vkt::DeviceInfo& d : instance.devices()) {
     gpu = gpu || (vkt::is_gpu(d.type) && d.unusable_reason.empty());
   }
-  ::unsetenv("VKT_DEVICES");
+  const vkt::test::EnvScope devices("VKT_DEVICES", nullptr);
   const Indices chosen = vkt::device_list_from_environment(instance);
   CHECK(chosen == choice.devices);
   if (!gpu) {  // the CI machine: lavapipe only
@@ -166,10 +167,10 @@ TEST_CASE("on this machine the default run takes lavapipe, and VKT_DEVICES says 
   log.set_level(spdlog::level::info);
   log.sinks().push_back(sink);
   vkt::detail::forget_device_override_log();
-  ::setenv("VKT_DEVICES", "0,0", 1);
+  devices.set("0,0");
   CHECK(vkt::device_list_from_environment(instance, {0}) == Indices{0, 0});
   CHECK(vkt::device_list_from_environment(instance) == Indices{0, 0});
-  ::unsetenv("VKT_DEVICES");
+  devices.set(nullptr);
   log.sinks().pop_back();
   log.set_level(level);
   const std::vector<std::string> lines = sink->last_formatted();

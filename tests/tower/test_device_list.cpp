@@ -8,6 +8,7 @@
 #include <vktower/tower/device_choice.h>
 #include <vktower/tower/device_list.h>
 
+#include "../env_scope.h"
 #include "../test_support.h"
 
 using Catch::Matchers::Contains;
@@ -40,22 +41,21 @@ TEST_CASE("an empty or blank device list is refused") {
     CHECK_THAT(message, Contains(fmt::format("device list '{}' names no device", spec)));
     CHECK_THAT(message, Contains("write all, gpu, cpu or indices like 0,0,1"));
   }
-  ::setenv("VKT_DEVICES", "", 1);
+  const vkt::test::EnvScope devices("VKT_DEVICES", "");
   CHECK_THAT(vkt::test::error_of([&] { vkt::device_list_from_environment(instance); }),
              Contains("VKT_DEVICES: device list '' names no device"));
-  ::unsetenv("VKT_DEVICES");
 }
 
 TEST_CASE("VKT_DEVICES overrides the default device list") {
   vkt::Instance instance;
-  ::unsetenv("VKT_DEVICES");
+  const vkt::test::EnvScope devices("VKT_DEVICES", nullptr);
   CHECK(vkt::device_list_from_environment(instance, {0, 0}) == std::vector<std::uint32_t>{0, 0});
-  ::setenv("VKT_DEVICES", "0,0,0", 1);
+  devices.set("0,0,0");
   CHECK(vkt::device_list_from_environment(instance, {0, 0}) == std::vector<std::uint32_t>{0, 0, 0});
-  ::setenv("VKT_DEVICES", "9", 1);
+  devices.set("9");
   CHECK_THAT(vkt::test::error_of([&] { vkt::device_list_from_environment(instance); }),
              Contains("VKT_DEVICES: device list '9': device 9 does not exist"));
-  ::unsetenv("VKT_DEVICES");
+  devices.set(nullptr);
   CHECK_THAT(vkt::test::error_of([&] { vkt::device_list_from_environment(instance, {5}); }),
              Contains("device index 5 does not exist"));
 }

@@ -17,6 +17,7 @@
 #include <vktower/tower/metrics.h>
 #include <vktower/tower/replicate.h>
 #include <vktower/tower/tower_run.h>
+#include "../env_scope.h"
 
 using vkt::HostBatch;
 using vkt::HostTensor;
@@ -26,27 +27,7 @@ namespace {
 
 constexpr std::int64_t kBatch = 8, kIn = 7, kClasses = 5;
 
-/// Sets an environment variable for its lifetime and restores the old value.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using vkt::test::EnvScope;
 
 vkt::EstimatorSpec mlp(vkt::ModelContext&, const vkt::TensorDict& f, const vkt::TensorDict& l,
                        vkt::Mode mode, const vkt::Params&) {
@@ -107,7 +88,7 @@ void check_towers_use_path(vkt::TowerRun& run, bool staged) {
 }
 
 void check_steps_make_nothing(bool staged) {
-  ScopedEnv force("VKT_FORCE_STAGING", staged ? "1" : "0");
+  EnvScope force("VKT_FORCE_STAGING", staged ? "1" : "0");
   vkt::Instance instance;
   const Batch a = make_batch(1), b = make_batch(2);
   using VM = vkt::VariableMode;
