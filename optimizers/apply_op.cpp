@@ -26,6 +26,12 @@ constexpr std::size_t kApplySegmentBytes = 32;  // two uvec4
 // step's values; one invocation per element made a 50k-parameter Adam update
 // 8x slower on lavapipe (vkt-bench-estimator), where invocations are not free.
 constexpr std::uint64_t kApplyElementsPerThread = 64;
+// The update's workgroup: 64 invocations, not the usual 256. A small arena (a
+// tiny model's) fills one workgroup only in part, and lavapipe runs every
+// invocation of it, each loading the step's values; at 256 the SGD update of a
+// 2,410-parameter MLP cost 2.5 trivial dispatches, at 64 about 1.3
+// (vkt-bench-step-overhead --commands). A large arena is the same work either way.
+constexpr std::uint32_t kApplyLocalSize = 64;
 constexpr std::uint64_t kApplyThreads = 1u << 18;
 constexpr std::size_t kSparseSegmentBytes = 48;  // three uvec4
 // Column units (vec4s, or floats for widths not a multiple of 4) per work item
@@ -152,8 +158,7 @@ void ApplyOp::record(RecordContext& ctx, std::span<const Tensor> in, const Tenso
     }
   }
   Device& device = ctx.device();
-  const Kernel& kernel =
-      device.kernel({.shader = shader_, .local_size = {ops_detail::kLocalSize, 1, 1}});
+  const Kernel& kernel = device.kernel({.shader = shader_, .local_size = {kApplyLocalSize, 1, 1}});
   for (const WindowPart& part : plan_windows(segments, device.max_storage_buffer_range(),
                                              tensor_alignment(device), type())) {
     const BufferRange vars = window_range(arena, part.windows[0]);
@@ -251,7 +256,7 @@ void SparseApplyOp::record(RecordContext& ctx, std::span<const Tensor> in,
   }
   Device& device = ctx.device();
   const Kernel& kernel =
-      device.kernel({.shader = shader_ + "_sparse", .local_size = {ops_detail::kLocalSize, 1, 1}});
+      device.kernel({.shader = shader_ + "_sparse", .local_size = {kApplyLocalSize, 1, 1}});
   for (const WindowPart& part : plan_windows(segments, device.max_storage_buffer_range(),
                                              tensor_alignment(device), type())) {
     const BufferRange vars = window_range(arena, part.windows[0]);

@@ -62,7 +62,7 @@ LossPush push_for(const LossParams& p, std::span<const Tensor> in, const Tensor&
   return push;
 }
 
-/// `local` 0 keeps the shader's own workgroup size (loss_sum.comp's fixed 256).
+/// `local` 0 keeps the shader's own workgroup size (loss_sum.comp's fixed 64).
 const Kernel& loss_kernel(RecordContext& ctx, const char* shader, const LossParams& p,
                           std::uint32_t local, std::optional<bool> wrt_labels = std::nullopt) {
   KernelDesc desc{.shader = shader,
