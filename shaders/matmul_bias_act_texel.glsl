@@ -34,7 +34,7 @@ vec4 bias_at(uint n) {
 vec4 relu_in_registers(vec4 v) { return ACT == 1u ? max(v, 0.0) : v; }
 
 void activate_stored(uint m0, uint n_lane, uint n_stride) {
-  if (ACT <= 1u) return;
+  if (ACT <= 1u || m0 >= M) return;
   // Bounds from the push constants: a loop Mesa cannot unroll.
   uint rows = min(uint(RM), M - m0);
   for (uint r = 0u; r < rows; ++r) {

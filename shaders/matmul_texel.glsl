@@ -8,6 +8,8 @@
 // (one SIMD row of lavapipe) computes RM rows x 8 * 4 RN4 columns: each lane
 // keeps an RM x 4 RN4 register block, fetches the B texels of its own
 // columns, and fetches the block's A texels at addresses shared by every lane.
+// For outputs of at most 16 columns (LANES_N = 4) the workgroup is two blocks
+// of 4 lanes, each RM rows x 16 columns, one below the other.
 // (Handing A out with subgroupBroadcast was measured slower here: this Mesa
 // implements each broadcast component as a loop over the lanes.)
 //
@@ -41,7 +43,10 @@
 // specialization constants would leave every unused row in the SPIR-V, which
 // Mesa then spends 100+ ms per pipeline removing.
 
-layout(local_size_x_id = 0) in;  // lanes side by side along N (8)
+layout(local_size_x_id = 0) in;  // 8 lanes: lavapipe's SIMD width
+// Lanes side by side along N: 8, or 4 for outputs of at most 16 columns, the
+// other 4 lanes then taking the next RM rows (runtime/graph/ops/texel_view.h).
+layout(constant_id = 1) const uint LANES_N = 8u;
 layout(constant_id = 2) const bool TRANS_A = false;
 layout(constant_id = 3) const bool TRANS_B = false;
 // Row lengths of the stored A and B are multiples of 4: every fetch is one
@@ -194,11 +199,12 @@ vec4 ar[RM];         // ar[r] = op(A)[m0 + r, k0 .. k0 + 3]
   }
 
 void main() {
-  uint m0 = gl_WorkGroupID.y * RM;
+  uint lane = gl_LocalInvocationID.x;
+  uint m0 = (gl_WorkGroupID.y * (gl_WorkGroupSize.x / LANES_N) + lane / LANES_N) * RM;
   // Chunk q of this lane: columns n_lane + q * n_stride .. + 3. Lanes sit
   // side by side, so one gather reads neighbouring texels.
-  uint n_stride = 4u * gl_WorkGroupSize.x;
-  uint n_lane = gl_WorkGroupID.x * RN4 * n_stride + 4u * gl_LocalInvocationID.x;
+  uint n_stride = 4u * LANES_N;
+  uint n_lane = gl_WorkGroupID.x * RN4 * n_stride + 4u * (lane % LANES_N);
   FOR_CHUNKS(ZERO_CHUNK)
 #ifdef ROW_SETUP
   FOR_ROWS(ROW_SETUP, 0)

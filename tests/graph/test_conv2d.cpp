@@ -153,6 +153,13 @@ const std::vector<Case> kCases = {
      8,
      opts({2, 2}, Padding::Explicit, {2, 2}, 1, {2, 1, 0, 3})},
     {"40 filters (2-texel block)", {1, 5, 4, 4}, {2, 2}, 40, opts({1, 1}, Padding::Valid)},
+    // 16 filters and 3 input channels over 520 pixels: the forward and input
+    // gradient blocks put 4 lanes across and 4 down (texel_view.h).
+    {"16 filters over 520 pixels, 3x3 same",
+     {2, 20, 13, 3},
+     {3, 3},
+     16,
+     opts({1, 1}, Padding::Same)},
     // 4-texel blocks, two of them (128 columns) and three tiles (64) across.
     {"136 filters, 3 channels", {1, 4, 3, 3}, {2, 2}, 136, opts({1, 1}, Padding::Same)},
 };

@@ -127,6 +127,9 @@ TEST_CASE("matmul_bias_act equals matmul, bias_add and the activation, forward a
         CHECK(fused_vs_unfused(7, 13, 5, act, backward) < 2e-6);
         CHECK(fused_vs_unfused(37, 150, 130, act, backward) < 2e-5);
         CHECK(fused_vs_unfused(300, 9, 20, act, backward) < 2e-5);  // the bias gradient's tree
+        // 13 columns over 520 rows: 4 lanes across, 4 down (texel_view.h), the
+        // last workgroup's second row block entirely past M.
+        CHECK(fused_vs_unfused(520, 9, 13, act, backward) < 2e-5);
       }
     }
   }

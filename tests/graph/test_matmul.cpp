@@ -86,6 +86,10 @@ void check_matmul(const char* variant, const std::vector<Dims>& sizes) {
 const std::vector<Dims> kSmall = {{1, 1, 1}, {7, 5, 33}, {33, 7, 5}, {8, 12, 16}, {33, 33, 33}};
 const std::vector<Dims> kOdd = {{5, 127, 7}, {6, 9, 127}, {127, 6, 9}};
 const std::vector<Dims> kLong = {{3, 1000, 2}, {2, 3, 1000}, {1000, 3, 2}};
+// At most 16 columns over many rows: the texel kernel puts 4 lanes across and
+// 4 on the next rows (texel_view.h); M not a multiple of the 32 rows that
+// makes, so a workgroup's second row block may lie past M.
+const std::vector<Dims> kTallNarrow = {{600, 37, 13}, {520, 20, 16}, {513, 8, 1}};
 
 }  // namespace
 
@@ -129,6 +133,10 @@ TEST_CASE("matmul texel kernel: odd sizes, all transpose flags, gradients") {
 
 TEST_CASE("matmul texel kernel: a dimension of 1000, all transpose flags, gradients") {
   check_matmul("texel", kLong);
+}
+
+TEST_CASE("matmul texel kernel: tall and narrow, 4 lanes across, all transpose flags, gradients") {
+  check_matmul("texel", kTallNarrow);
 }
 
 TEST_CASE("matmul: many workgroups in both dimensions, NaN in the operands' padding") {

@@ -27,7 +27,6 @@ struct TexelPush {
 };
 
 // Invocations of a texel-kernel workgroup: lavapipe's SIMD width, as in matmul.cpp.
-constexpr std::uint32_t kTexelLanes = 8;
 
 class BatchMatmulOp final : public Op {
  public:
@@ -71,26 +70,22 @@ class BatchMatmulOp final : public Op {
   }
 
   void record_texel(RecordContext& ctx, BufferRange a, BufferRange b, BufferRange c, Dims d) const {
-    // matmul's block shapes (matmul.cpp): 16 rows x (8 lanes x 16 columns),
-    // smaller for short or narrow matrices.
-    const std::uint32_t rm = d.m <= 8 ? 8 : 16;
-    const std::uint32_t rn4 = d.n <= 4 * kTexelLanes ? 1 : d.n <= 8 * kTexelLanes ? 2 : 4;
+    // matmul's block shapes (texel_view.h).
+    const matmul_detail::TexelBlock block = matmul_detail::texel_block(d.m, d.n);
     const std::uint32_t a_row = ta_ ? d.m : d.k, b_row = tb_ ? d.k : d.n;  // stored row lengths
-    const Kernel& kernel =
-        ctx.device().kernel({.shader = fmt::format("matmul_batched_texel_r{}c{}", rm, rn4),
-                             .local_size = {kTexelLanes, 1, 1},
-                             .constants = {SpecConstant::u32(2, ta_), SpecConstant::u32(3, tb_),
-                                           SpecConstant::u32(4, a_row % 4 == 0),
-                                           SpecConstant::u32(5, b_row % 4 == 0)}});
+    const Kernel& kernel = ctx.device().kernel(
+        {.shader = "matmul_batched_texel_" + block.suffix(),
+         .local_size = {matmul_detail::kTexelLanes, 1, 1},
+         .constants = {block.lanes_constant(), SpecConstant::u32(2, ta_), SpecConstant::u32(3, tb_),
+                       SpecConstant::u32(4, a_row % 4 == 0),
+                       SpecConstant::u32(5, b_row % 4 == 0)}});
     const TexelPush push{d.m,
                          d.n,
                          d.k,
                          static_cast<std::uint32_t>(a.size() / 16 - 1),
                          static_cast<std::uint32_t>(b.size() / 16 - 1),
                          0};
-    const std::uint32_t columns = 4 * rn4 * kTexelLanes;
-    dispatch_batches(ctx, kernel, (d.n + columns - 1) / columns, (d.m + rm - 1) / rm, a, b, c, push,
-                     d.batch);
+    dispatch_batches(ctx, kernel, block.groups_x, block.groups_y, a, b, c, push, d.batch);
   }
 
   void record_tiled(RecordContext& ctx, BufferRange a, BufferRange b, BufferRange c, Dims d) const {

@@ -26,7 +26,6 @@ struct ConvPush {
   std::int32_t stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
 };
 
-constexpr std::uint32_t kTexelLanes = 8;  // as matmul's texel kernel: lavapipe's SIMD width
 constexpr std::uint32_t kTexelRows = 16;  // RM of conv_texel.glsl
 
 struct GemmShape {
@@ -74,17 +73,16 @@ bool a_whole_texels(ConvGemm gemm, const ConvGeometry& g) {
 
 void record_texel(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g, GemmShape s,
                   ConvPush push, const BufferRange& a, const BufferRange& b, const BufferRange& c) {
-  // Narrow outputs get narrower blocks, as in matmul, so that lanes do not
-  // compute columns that are then discarded.
-  const std::uint32_t n = u32(s.n), m = u32(s.m);
-  const std::uint32_t rn4 = n <= 4 * kTexelLanes ? 1 : n <= 8 * kTexelLanes ? 2 : 4;
+  // Narrow outputs get narrower blocks, as in matmul (texel_view.h).
+  const matmul_detail::TexelBlock block =
+      matmul_detail::texel_block(u32(s.m), u32(s.n), kTexelRows);
   const bool a_vec = a_whole_texels(gemm, g);
   // B's rows (filter or dy) start at a group's first output channel.
   const bool b_rows_aligned = g.out_c % 4 == 0 && g.group_o() % 4 == 0;
   const Kernel& kernel = ctx.device().kernel(
-      {.shader = fmt::format("conv_texel_{}_c{}", gemm_tag(gemm), rn4),
-       .local_size = {kTexelLanes, 1, 1},
-       .constants = {SpecConstant::u32(2, gemm == ConvGemm::BackpropFilter),
+      {.shader = fmt::format("conv_texel_{}_c{}", gemm_tag(gemm), block.rn4),
+       .local_size = {matmul_detail::kTexelLanes, 1, 1},
+       .constants = {block.lanes_constant(), SpecConstant::u32(2, gemm == ConvGemm::BackpropFilter),
                      SpecConstant::u32(3, gemm == ConvGemm::BackpropInput),
                      SpecConstant::u32(5, b_rows_aligned), SpecConstant::u32(6, a_vec),
                      SpecConstant::u32(7, gemm == ConvGemm::BackpropInput && a_vec),
@@ -96,10 +94,7 @@ void record_texel(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g, Gemm
                      SpecConstant::i32(16, push.stride_w)}});
   push.a_last = u32(a.size() / 16 - 1);
   push.b_last = u32(b.size() / 16 - 1);
-  const std::uint32_t columns = 4 * rn4 * kTexelLanes;
-  ctx.stream().dispatch(
-      kernel, {a, b, c}, push,
-      Groups{(n + columns - 1) / columns, (m + kTexelRows - 1) / kTexelRows, u32(g.groups)});
+  ctx.stream().dispatch(kernel, {a, b, c}, push, block.groups(u32(g.groups)));
 }
 
 void record_tiled(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g, GemmShape s,

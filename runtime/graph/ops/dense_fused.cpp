@@ -40,7 +40,6 @@ struct BiasGradPush {
   std::uint32_t rows, n;
 };
 
-constexpr std::uint32_t kTexelLanes = 8;  // matmul.cpp's texel workgroup
 constexpr std::uint32_t kRowLanes = 64;   // dense_bias_grad.comp's workgroup
 constexpr std::uint32_t kTreeRows = 256;  // reduce.cpp's kMinRows
 
@@ -71,23 +70,22 @@ struct FusedProduct {
 
   void record_texel(RecordContext& ctx, const BufferRange& va, const BufferRange& vb,
                     const BufferRange& vextra) const {
-    // matmul.cpp's block choice (docs/PERFORMANCE.md), so that both run the
-    // same register blocks.
-    const std::uint32_t rm = m <= 8 ? 8 : 16;
-    const std::uint32_t rn4 = n <= 4 * kTexelLanes ? 1 : n <= 8 * kTexelLanes ? 2 : 4;
+    // matmul's block choice, so that both run the same register blocks.
+    const matmul_detail::TexelBlock block = matmul_detail::texel_block(m, n);
     const std::uint32_t a_row = ta ? m : k, b_row = tb ? k : n;
-    std::vector<SpecConstant> constants = {SpecConstant::u32(2, ta), SpecConstant::u32(3, tb),
+    std::vector<SpecConstant> constants = {block.lanes_constant(),
+                                           SpecConstant::u32(2, ta),
+                                           SpecConstant::u32(3, tb),
                                            SpecConstant::u32(4, a_row % 4 == 0),
                                            SpecConstant::u32(5, b_row % 4 == 0),
                                            SpecConstant::u32(6, static_cast<std::uint32_t>(act))};
     if (dy != DyOperand::None)
       constants.push_back(SpecConstant::u32(7, static_cast<std::uint32_t>(dy)));
     const Kernel& kernel =
-        ctx.device().kernel({.shader = fmt::format("{}_texel_r{}c{}", family, rm, rn4),
-                             .local_size = {kTexelLanes, 1, 1},
+        ctx.device().kernel({.shader = fmt::format("{}_texel_{}", family, block.suffix()),
+                             .local_size = {matmul_detail::kTexelLanes, 1, 1},
                              .constants = constants});
-    const std::uint32_t columns = 4 * rn4 * kTexelLanes;
-    const Groups groups{(n + columns - 1) / columns, (m + rm - 1) / rm, 1};
+    const Groups groups = block.groups();
     if (dy == DyOperand::None) {
       ctx.stream().dispatch(kernel, {va, vb, c, vextra},
                             TexelPush{m, n, k, last_texel(va), last_texel(vb)}, groups);

@@ -27,9 +27,6 @@ struct TexelPush {
   std::uint32_t m, n, k, a_last, b_last;
 };
 
-// Invocations of a texel-kernel workgroup: lavapipe's SIMD width (8 x 32 bits).
-constexpr std::uint32_t kTexelLanes = 8;
-
 }  // namespace
 
 // Shared with batch_matmul.cpp.
@@ -43,8 +40,30 @@ std::optional<BufferRange> matmul_detail::texel_view(const Device& device, const
   return BufferRange(*r.buffer, r.offset, bytes);
 }
 
+matmul_detail::TexelBlock matmul_detail::texel_block(std::uint32_t m, std::uint32_t n,
+                                                     std::optional<std::uint32_t> rm) {
+  // Workgroups below which the 4-lane split is not worth fewer of them.
+  constexpr std::uint32_t kMinSplitGroups = 16;
+  TexelBlock b;
+  b.rm = rm.value_or(m <= 8 ? 8 : 16);
+  b.rn4 = n <= 4 * kTexelLanes ? 1 : n <= 8 * kTexelLanes ? 2 : 4;
+  const std::uint32_t row_blocks = (m + b.rm - 1) / b.rm;
+  if (n <= 16 && row_blocks >= 2 * kMinSplitGroups) b.lanes_n = kTexelLanes / 2;
+  const std::uint32_t columns = 4 * b.rn4 * b.lanes_n;
+  const std::uint32_t rows = b.rm * (kTexelLanes / b.lanes_n);
+  b.groups_x = (n + columns - 1) / columns;
+  b.groups_y = (m + rows - 1) / rows;
+  return b;
+}
+
+std::string matmul_detail::TexelBlock::suffix() const {
+  return fmt::format("r{}c{}", rm, rn4);
+}
+
 namespace {
 
+using matmul_detail::kTexelLanes;
+using matmul_detail::texel_block;
 using matmul_detail::texel_view;
 
 class MatmulOp final : public Op {
@@ -73,23 +92,17 @@ class MatmulOp final : public Op {
   void record_texel(RecordContext& ctx, BufferRange a, BufferRange b, BufferRange c,
                     std::uint32_t m, std::uint32_t n, std::uint32_t k) const {
     Device& device = ctx.device();
-    // Blocks of 16 rows x (8 lanes x 16 columns) measured fastest (see
-    // docs/PERFORMANCE.md); short or narrow outputs get smaller blocks, so that
-    // lanes do not compute many elements that are then discarded.
-    const std::uint32_t rm = m <= 8 ? 8 : 16;
-    const std::uint32_t rn4 = n <= 4 * kTexelLanes ? 1 : n <= 8 * kTexelLanes ? 2 : 4;
+    const matmul_detail::TexelBlock block = texel_block(m, n);
     const std::uint32_t a_row = ta_ ? m : k, b_row = tb_ ? k : n;  // stored row lengths
-    const Kernel& kernel =
-        device.kernel({.shader = fmt::format("matmul_texel_r{}c{}", rm, rn4),
-                       .local_size = {kTexelLanes, 1, 1},
-                       .constants = {SpecConstant::u32(2, ta_), SpecConstant::u32(3, tb_),
-                                     SpecConstant::u32(4, a_row % 4 == 0),
-                                     SpecConstant::u32(5, b_row % 4 == 0)}});
+    const Kernel& kernel = device.kernel(
+        {.shader = "matmul_texel_" + block.suffix(),
+         .local_size = {kTexelLanes, 1, 1},
+         .constants = {block.lanes_constant(), SpecConstant::u32(2, ta_), SpecConstant::u32(3, tb_),
+                       SpecConstant::u32(4, a_row % 4 == 0),
+                       SpecConstant::u32(5, b_row % 4 == 0)}});
     const TexelPush push{m, n, k, static_cast<std::uint32_t>(a.size() / 16 - 1),
                          static_cast<std::uint32_t>(b.size() / 16 - 1)};
-    const std::uint32_t columns = 4 * rn4 * kTexelLanes;
-    ctx.stream().dispatch(kernel, {a, b, c}, push,
-                          Groups{(n + columns - 1) / columns, (m + rm - 1) / rm, 1});
+    ctx.stream().dispatch(kernel, {a, b, c}, push, block.groups());
   }
 
   void record_tiled(RecordContext& ctx, BufferRange a, BufferRange b, BufferRange c,
