@@ -89,7 +89,7 @@ const std::vector<Dims> kLong = {{3, 1000, 2}, {2, 3, 1000}, {1000, 3, 2}};
 // At most 16 columns over many rows: the texel kernel puts 4 lanes across and
 // 4 on the next rows (texel_view.h); M not a multiple of the 32 rows that
 // makes, so a workgroup's second row block may lie past M.
-const std::vector<Dims> kTallNarrow = {{600, 37, 13}, {520, 20, 16}, {513, 8, 1}};
+const std::vector<Dims> kTallNarrow = {{500, 2, 13}, {497, 3, 16}, {513, 2, 1}};
 
 }  // namespace
 

@@ -15,8 +15,10 @@
 namespace vkt::detail {
 
 inline std::shared_mutex& lifetime_lock() {
-  static std::shared_mutex lock;
-  return lock;
+  // Never destroyed: an Instance or Device destroyed during static destruction
+  // (a user's global) still finds it.
+  static auto* lock = new std::shared_mutex;
+  return *lock;
 }
 
 }  // namespace vkt::detail
