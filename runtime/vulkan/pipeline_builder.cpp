@@ -24,9 +24,19 @@ std::shared_future<void> PipelineBuilder::start(std::function<void()> build, std
   {
     std::lock_guard lock(mutex_);
     // Arrival counts down, so that among equal sizes the earliest sorts first.
-    queue_.emplace(std::make_pair(size, UINT64_MAX - arrivals_++), std::move(task));
+    const auto key = std::make_pair(size, UINT64_MAX - arrivals_++);
+    queue_.emplace(key, std::move(task));
     if (threads_.size() < max_threads_) {
-      threads_.emplace_back([this] { work(); });
+      try {
+        threads_.emplace_back([this] { work(); });
+      } catch (...) {
+        // No thread could start: with none running, nobody would run the
+        // build (whose owner is about to fail), so it leaves the queue.
+        if (threads_.empty()) {
+          queue_.erase(key);
+          throw;
+        }
+      }
     }
   }
   wake_.notify_one();
