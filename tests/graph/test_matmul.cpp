@@ -10,6 +10,7 @@
 
 #include <vktower/runtime/graph/ops/layers.h>
 #include <vktower/runtime/graph/ops/matmul.h>
+#include <vktower/runtime/graph/ops/texel_view.h>
 
 #include "../test_support.h"
 #include "activation_reference.h"
@@ -133,6 +134,37 @@ TEST_CASE("matmul texel kernel: odd sizes, all transpose flags, gradients") {
 
 TEST_CASE("matmul texel kernel: a dimension of 1000, all transpose flags, gradients") {
   check_matmul("texel", kLong);
+}
+
+TEST_CASE("the texel kernels' block and grid for each kind of output") {
+  using vkt::matmul_detail::texel_block;
+  struct Expected {
+    std::uint32_t m, n, rm, rn4, lanes_n, groups_x, groups_y;
+    std::optional<std::uint32_t> fixed_rm = {};
+  };
+  for (const Expected e : std::vector<Expected>{
+           {1024, 1024, 16, 4, 8, 8, 64},  // the fastest block: 16 rows x 8 lanes x 16 columns
+           {5, 1024, 8, 4, 8, 8, 1},       // short: 8-row blocks
+           {256, 40, 16, 2, 8, 1, 16},     // 33-64 columns: 2 texels a lane
+           {256, 10, 16, 1, 8, 1, 16},     // narrow, but too few row blocks to split
+           {511, 16, 16, 1, 4, 1, 16},     // 32 row blocks: split, 16 workgroups of 32 rows
+           {496, 16, 16, 1, 8, 1, 31},     // 31 row blocks: 8 lanes across
+           {12544, 16, 16, 1, 4, 1, 392},  // vkt-mnist's first conv: 4 lanes across, 4 down
+           {12544, 17, 16, 1, 8, 1, 784},  // 17 columns: no split
+           {12544, 32, 16, 1, 8, 1, 784},
+           {25, 16, 16, 1, 8, 1, 2, 16},  // a filter gradient's few rows (conv: rm fixed)
+       }) {
+    INFO("M=" << e.m << " N=" << e.n);
+    const auto b = texel_block(e.m, e.n, e.fixed_rm);
+    CHECK(b.rm == e.rm);
+    CHECK(b.rn4 == e.rn4);
+    CHECK(b.lanes_n == e.lanes_n);
+    CHECK(b.groups_x == e.groups_x);
+    CHECK(b.groups_y == e.groups_y);
+    CHECK(b.suffix() == fmt::format("r{}c{}", e.rm, e.rn4));
+    CHECK(b.lanes_constant().id == 1);
+    CHECK(b.lanes_constant().bits == e.lanes_n);
+  }
 }
 
 TEST_CASE("matmul texel kernel: tall and narrow, 4 lanes across, all transpose flags, gradients") {
