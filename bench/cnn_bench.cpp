@@ -63,14 +63,9 @@ std::pair<double, double> train_rate(vkt::Instance& instance, int n, const Flags
     return vkt::EstimatorSpec{.mode = mode, .loss = loss, .train_op = adam.minimize(loss)};
   };
   const std::int64_t b = flags.batch;
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
-  std::vector<float> x(static_cast<std::size_t>(b * 28 * 28));
-  for (float& v : x) v = pixel(rng);
-  std::vector<std::int32_t> y(static_cast<std::size_t>(b));
-  for (auto& v : y) v = static_cast<std::int32_t>(rng() % 10);
-  const vkt::HostBatch features = {{"x", vkt::HostTensor::floats({b, 28, 28, 1}, x)}};
-  const vkt::HostBatch labels = {{"y", vkt::HostTensor::ints({b}, y)}};
+  const cnn_bench::RandomDigits data = cnn_bench::random_digits(b, 1);
+  const vkt::HostBatch features = {{"x", vkt::HostTensor::floats({b, 28, 28, 1}, data.x)}};
+  const vkt::HostBatch labels = {{"y", vkt::HostTensor::ints({b}, data.y)}};
   const auto replicated = vkt::replicate_model_fn(
       model, {.loss_reduction = vkt::LossReduction::Mean,
               .devices = std::vector<std::uint32_t>(static_cast<std::size_t>(n), 0)});

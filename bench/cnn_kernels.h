@@ -21,6 +21,21 @@
 
 namespace cnn_bench {
 
+/// A batch of random 28x28 images (pixels in [0, 1)) and labels 0..9.
+struct RandomDigits {
+  std::vector<float> x;
+  std::vector<std::int32_t> y;
+};
+inline RandomDigits random_digits(std::int64_t batch, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
+  RandomDigits d{std::vector<float>(static_cast<std::size_t>(batch * 28 * 28)),
+                 std::vector<std::int32_t>(static_cast<std::size_t>(batch))};
+  for (float& v : d.x) v = pixel(rng);
+  for (auto& v : d.y) v = static_cast<std::int32_t>(rng() % 10);
+  return d;
+}
+
 /// One convolution GEMM of the step and its im2col matmul: [m, k] x [k, n].
 struct ConvGemmCase {
   std::string name;
@@ -187,14 +202,9 @@ inline std::vector<StepKernel> step_profile(vkt::Device& device, std::int64_t ba
     fetches.push_back(grad.dense);
   }
   vkt::Executor exec(g.graph, fetches, {.training = true, .profile = true});
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
-  std::vector<float> xs(static_cast<std::size_t>(batch * 28 * 28));
-  for (float& v : xs) v = pixel(rng);
-  std::vector<std::int32_t> ys(static_cast<std::size_t>(batch));
-  for (auto& v : ys) v = static_cast<std::int32_t>(rng() % 10);
-  exec.feed("x", xs);
-  exec.feed("y", ys);
+  const RandomDigits data = random_digits(batch, 7);
+  exec.feed("x", data.x);
+  exec.feed("y", data.y);
   exec.run();
   exec.wait();
   std::vector<std::vector<double>> times;

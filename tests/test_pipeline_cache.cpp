@@ -67,25 +67,6 @@ Run run_with_cache(const fs::path& dir) {
   return run;
 }
 
-fs::path the_cache_file(const fs::path& dir) {
-  std::vector<fs::path> found;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
-    if (e.path().filename().string().starts_with("pipelines-")) found.push_back(e.path());
-  }
-  REQUIRE(found.size() == 1);
-  return found[0];
-}
-
-std::vector<char> read_bytes(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_bytes(const fs::path& file, const std::vector<char>& bytes) {
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
@@ -109,7 +90,7 @@ TEST_CASE("a warm pipeline cache computes the same bits as a cold one", "[cache]
   const Run cold = run_with_cache(dir.path);
   CHECK(cold.loaded_bytes == 0);
   CHECK(cold.log.empty());
-  const fs::path file = the_cache_file(dir.path);
+  const fs::path file = vkt::test::only_file_starting(dir.path, "pipelines-");
   CHECK(fs::file_size(file) > kFileHeader);
 
   const Run warm = run_with_cache(dir.path);
@@ -128,8 +109,8 @@ TEST_CASE("a damaged or foreign pipeline cache file is ignored with a log line, 
           "[cache]") {
   const vkt::test::TempDir dir;
   const Run cold = run_with_cache(dir.path);
-  const fs::path file = the_cache_file(dir.path);
-  const std::vector<char> good = read_bytes(file);
+  const fs::path file = vkt::test::only_file_starting(dir.path, "pipelines-");
+  const std::vector<char> good = vkt::test::read_file<std::vector<char>>(file);
   REQUIRE(good.size() >= kFileHeader + 32);  // lavapipe's data: Vulkan's header alone
 
   struct Damage {
@@ -162,7 +143,7 @@ TEST_CASE("a damaged or foreign pipeline cache file is ignored with a log line, 
   if (name == "oversized") {
     fs::resize_file(file, vkt::PipelineCache::kMaxFileBytes + 1);  // sparse: no real bytes
   } else {
-    write_bytes(file, bad);
+    vkt::test::write_file(file, bad);
   }
 
   const Run after = run_with_cache(dir.path);

@@ -8,7 +8,10 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -47,6 +50,32 @@ std::string error_of(Fn&& fn) {
   }
   FAIL("expected a vkt::Error, none was thrown");
   return {};
+}
+
+/// A file's whole contents as they are on disk (empty when it cannot be read),
+/// as a std::string or a std::vector<char>.
+template <typename Bytes = std::string>
+Bytes read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+/// Replaces `path`'s contents with `bytes`.
+inline void write_file(const std::filesystem::path& path, std::span<const char> bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+/// The one file in `dir` whose name starts with `prefix` (a cache the runtime
+/// named after the device); fails the test unless there is exactly one.
+inline std::filesystem::path only_file_starting(const std::filesystem::path& dir,
+                                                const std::string& prefix) {
+  std::vector<std::filesystem::path> found;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().filename().string().starts_with(prefix)) found.push_back(e.path());
+  }
+  REQUIRE(found.size() == 1);
+  return found[0];
 }
 
 /// A fresh, empty directory per use, removed at scope exit.

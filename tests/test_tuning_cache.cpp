@@ -51,19 +51,6 @@ class LogCapture {
   spdlog::level::level_enum level_;
 };
 
-fs::path the_tuning_file(const fs::path& dir) {
-  std::vector<fs::path> found;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
-    if (e.path().filename().string().starts_with("tuning-")) found.push_back(e.path());
-  }
-  REQUIRE(found.size() == 1);
-  return found[0];
-}
-
-void write_text(const fs::path& file, const std::string& text) {
-  std::ofstream(file, std::ios::trunc) << text;
-}
-
 using vkt::test::EnvScope;
 
 }  // namespace
@@ -82,7 +69,7 @@ TEST_CASE("the tuning cache round-trips across Devices and is shared while they 
     CHECK(b.tuning().find("matmul/64x64x64") == Values{64, 32, 8});
     b.tuning().store("matmul/64x64x64", {128, 16, 4});  // replaces
   }
-  const fs::path file = the_tuning_file(dir.path);
+  const fs::path file = vkt::test::only_file_starting(dir.path, "tuning-");
   {
     vkt::Device c(instance, 0, options);  // a later run: from the file
     CHECK(c.tuning().find("matmul/64x64x64") == Values{128, 16, 4});
@@ -109,7 +96,7 @@ TEST_CASE("a malformed or foreign tuning file is ignored with a log line, then r
     vkt::Device a(instance, 0, options);
     a.tuning().store("k", {1, 2, 3});
   }
-  const fs::path file = the_tuning_file(dir.path);
+  const fs::path file = vkt::test::only_file_starting(dir.path, "tuning-");
   std::string good;
   {
     std::ifstream in(file);
@@ -136,7 +123,7 @@ TEST_CASE("a malformed or foreign tuning file is ignored with a log line, then r
       Bad{doc(stem, R"({"k": [1.5]})"), "entry 'k' holds 1.5"},
       Bad{std::string(vkt::TuningCache::kMaxFileBytes + 1, ' '), "more than a tuning file holds"});
   INFO(bad.text.substr(0, 80));
-  write_text(file, bad.text);
+  vkt::test::write_file(file, bad.text);
   {
     const LogCapture log;
     vkt::Device b(instance, 0, options);
@@ -181,7 +168,7 @@ TEST_CASE("default_cache_dir: VKT_CACHE_DIR, then XDG_CACHE_HOME, then HOME, mad
     }
     {
       // Where the directory cannot be made: no cache, a log line, no error.
-      write_text(dir.path / "file", "x");
+      vkt::test::write_file(dir.path / "file", "x");
       const EnvScope blocked("XDG_CACHE_HOME", (dir.path / "file").c_str());
       const LogCapture log;
       CHECK_FALSE(vkt::default_cache_dir().has_value());

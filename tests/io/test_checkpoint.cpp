@@ -80,16 +80,6 @@ std::unique_ptr<Model> trained(int steps) {
   return m;
 }
 
-std::vector<char> read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_bytes(const std::string& path, const std::vector<char>& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
 // Loading `path` into `m` must fail naming the file and `problem`, and change nothing.
 void require_refused(Model& m, const std::string& path, const std::string& problem) {
   const Snapshot before = snapshot(m.graph);
@@ -132,7 +122,7 @@ TEST_CASE("a checkpoint is a safetensors file") {
   auto m = trained(2);
   const std::string path = dir / "model.safetensors";
   vkt::save_checkpoint(m->graph, path);
-  const std::vector<char> file = read_bytes(path);
+  const std::vector<char> file = vkt::test::read_file<std::vector<char>>(path);
 
   REQUIRE(file.size() > 8);
   std::uint64_t n = 0;
@@ -164,7 +154,7 @@ TEST_CASE("damaged checkpoint files are refused before anything is loaded") {
   auto source = trained(2);
   const std::string good = dir / "good.safetensors";
   vkt::save_checkpoint(source->graph, good);
-  const std::vector<char> file = read_bytes(good);
+  const std::vector<char> file = vkt::test::read_file<std::vector<char>>(good);
   std::uint64_t n = 0;
   std::memcpy(&n, file.data(), 8);
   Model target(7);
@@ -174,24 +164,24 @@ TEST_CASE("damaged checkpoint files are refused before anything is loaded") {
     for (std::size_t size : {std::size_t{0}, std::size_t{5}, std::size_t{8}, std::size_t{20},
                              static_cast<std::size_t>(8 + n), file.size() - 1}) {
       INFO("truncated to " << size << " bytes");
-      write_bytes(bad, std::vector<char>(file.begin(), file.begin() + size));
+      vkt::test::write_file(bad, std::vector<char>(file.begin(), file.begin() + size));
       require_refused(target, bad, "truncated");
     }
   }
   SECTION("a flipped data byte") {
     std::vector<char> flipped = file;
     flipped[8 + n + 5] ^= 0x10;
-    write_bytes(bad, flipped);
+    vkt::test::write_file(bad, flipped);
     require_refused(target, bad, "crc32");
   }
   SECTION("garbage JSON") {
     std::vector<char> garbage = file;
     std::memcpy(garbage.data() + 8, "{\"x\":[!", 7);
-    write_bytes(bad, garbage);
+    vkt::test::write_file(bad, garbage);
     require_refused(target, bad, "not valid JSON");
   }
   SECTION("a file that is not a checkpoint") {
-    write_bytes(bad, std::vector<char>(100, 'x'));
+    vkt::test::write_file(bad, std::vector<char>(100, 'x'));
     require_refused(target, bad, "header length");
   }
   SECTION("a missing file") {
@@ -258,12 +248,12 @@ TEST_CASE("files left by a crashed save do not break loading the previous checkp
   auto m = trained(2);
   vkt::CheckpointManager manager(dir.path.string(), 3);
   const std::string saved = manager.save(m->graph);
-  const std::vector<char> file = read_bytes(saved);
+  const std::vector<char> file = vkt::test::read_file<std::vector<char>>(saved);
   // What a save killed mid-write leaves: half-written temporary files, for the
   // next checkpoint and for the index, next to the intact previous ones.
-  write_bytes(dir / "ckpt-3.safetensors.tmp.Ab3dEf",
-              std::vector<char>(file.begin(), file.begin() + file.size() / 2));
-  write_bytes(dir / "checkpoint.tmp.Xy9z01", std::vector<char>{'{', '"', 'l'});
+  vkt::test::write_file(dir / "ckpt-3.safetensors.tmp.Ab3dEf",
+                        std::vector<char>(file.begin(), file.begin() + file.size() / 2));
+  vkt::test::write_file(dir / "checkpoint.tmp.Xy9z01", std::string("{\"l"));
 
   Model fresh(8);
   REQUIRE(manager.restore_latest(fresh.graph));
@@ -284,8 +274,9 @@ TEST_CASE("a save killed at a random moment leaves a loadable checkpoint") {
   vkt::save_checkpoint(m->graph, dir / "step1.safetensors");
   m->graph.set_global_step(2);
   vkt::save_checkpoint(m->graph, dir / "step2.safetensors");
-  const std::vector<char> versions[2] = {read_bytes(dir / "step1.safetensors"),
-                                         read_bytes(dir / "step2.safetensors")};
+  const std::vector<char> versions[2] = {
+      vkt::test::read_file<std::vector<char>>(dir / "step1.safetensors"),
+      vkt::test::read_file<std::vector<char>>(dir / "step2.safetensors")};
   vkt::write_file_atomically(path, versions[0]);
 
   std::mt19937 rng(42);
@@ -349,7 +340,7 @@ TEST_CASE("an evaluation graph takes its variables from a training checkpoint, s
   CHECK_THAT(vkt::test::error_of(
                  [&] { vkt::load_checkpoint(bigger, path, vkt::CheckpointMatch::GraphSubset); }),
              Contains("missing from the file: dense/extra"));
-  write_bytes(dir / "short", {'x'});
+  vkt::test::write_file(dir / "short", std::string("x"));
   CHECK_THAT(vkt::test::error_of([&] { (void)vkt::checkpoint_global_step(dir / "short"); }),
              Contains("truncated"));
 }

@@ -28,15 +28,6 @@ using vkt::test::TempDir;
 
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_text(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
-
 // A small trained model (two variables and Adam's slots) saved at `step`.
 std::string saved_checkpoint(const TempDir& dir, std::uint64_t step) {
   vkt::Graph graph(vkt::test::shared_device(), {.seed = 3});
@@ -124,7 +115,7 @@ void require_refused(const std::string& path, const std::string& problem) {
 TEST_CASE("every single changed byte of a checkpoint file is refused naming the file") {
   TempDir dir;
   const std::string good = saved_checkpoint(dir, 20);
-  const std::string file = read_text(good);
+  const std::string file = vkt::test::read_file(good);
   const std::uint64_t header_end = 8 + split(file).header.size();
   REQUIRE(vkt::read_checkpoint(good).size() == 8);  // 2 variables, 3 Adam slots each
   const std::string bad = dir / "bad.safetensors";
@@ -135,7 +126,7 @@ TEST_CASE("every single changed byte of a checkpoint file is refused naming the 
     for (const unsigned char flip : {0x01, 0x80}) {
       std::string changed = file;
       changed[i] = static_cast<char>(changed[i] ^ flip);
-      write_text(bad, changed);
+      vkt::test::write_file(bad, changed);
       INFO("byte " << i << " of " << file.size() << " xor " << int(flip));
       const std::string message = vkt::test::error_of([&] { (void)vkt::read_checkpoint(bad); });
       CHECK_THAT(message, Contains("checkpoint '" + bad + "' cannot be loaded"));
@@ -153,26 +144,28 @@ TEST_CASE("every single changed byte of a checkpoint file is refused naming the 
 
 TEST_CASE("a checkpoint whose tensors' offsets were swapped is refused") {
   TempDir dir;
-  const std::string file = read_text(saved_checkpoint(dir, 20));
+  const std::string file = vkt::test::read_file(saved_checkpoint(dir, 20));
   const std::string path = dir / "swapped.safetensors";
   // hidden1/bias and its Adam slot have the same size: the data section and its
   // crc are untouched, only the header says which bytes are whose.
   const Split s = split(file);
-  write_text(path, join(swap_offsets(s.header, "hidden1/bias", "hidden1/bias/Adam/m"), s.data));
+  vkt::test::write_file(
+      path, join(swap_offsets(s.header, "hidden1/bias", "hidden1/bias/Adam/m"), s.data));
   require_refused(path, "the header's crc32");
 
   // Without the header checksum (a file of the previous format) the listing
   // of the variables in data order still catches it.
   const Split old = split(unversioned(file));
-  write_text(path, join(swap_offsets(old.header, "hidden1/bias", "hidden1/bias/Adam/m"), old.data));
+  vkt::test::write_file(
+      path, join(swap_offsets(old.header, "hidden1/bias", "hidden1/bias/Adam/m"), old.data));
   require_refused(path, "offsets out of order, overlapping or with a gap");
 }
 
 TEST_CASE("a checkpoint whose global_step was edited is refused") {
   TempDir dir;
-  const std::string file = read_text(saved_checkpoint(dir, 20));
+  const std::string file = vkt::test::read_file(saved_checkpoint(dir, 20));
   const std::string path = dir / "edited.safetensors";
-  write_text(path, replaced(file, R"("global_step":"20")", R"("global_step":"21")"));
+  vkt::test::write_file(path, replaced(file, R"("global_step":"20")", R"("global_step":"21")"));
   require_refused(path, "the header was changed or damaged");
   CHECK_THAT(vkt::test::error_of([&] { (void)vkt::checkpoint_global_step(path); }),
              Contains("the header was changed or damaged"));
@@ -182,19 +175,20 @@ TEST_CASE("a checkpoint written before header checksums still loads, fields cros
   TempDir dir;
   const std::string good = saved_checkpoint(dir, 20);
   const std::string path = dir / "v1.safetensors";
-  write_text(path, unversioned(read_text(good)));
+  vkt::test::write_file(path, unversioned(vkt::test::read_file(good)));
   const auto values = vkt::read_checkpoint(path);
   CHECK(values.at("hidden1/bias").f32 == vkt::read_checkpoint(good).at("hidden1/bias").f32);
   CHECK(vkt::checkpoint_global_step(path) == 20);
 
-  const Split s = split(read_text(path));
+  const Split s = split(vkt::test::read_file(path));
   SECTION("a shape changed to another of the same size") {
-    write_text(path, join(replaced(s.header, R"("shape":[2,3])", R"("shape":[3,2])"), s.data));
+    vkt::test::write_file(path,
+                          join(replaced(s.header, R"("shape":[2,3])", R"("shape":[3,2])"), s.data));
     require_refused(path, R"(is [3, 2] in the header but "[2,3]" in metadata "variables")");
   }
   SECTION("a global_step that is not a plain decimal") {
-    write_text(path,
-               join(replaced(s.header, R"("global_step":"20")", R"("global_step":"+20")"), s.data));
+    vkt::test::write_file(
+        path, join(replaced(s.header, R"("global_step":"20")", R"("global_step":"+20")"), s.data));
     require_refused(path, R"(metadata "global_step" is "+20", not a decimal number)");
   }
 }
@@ -207,11 +201,12 @@ TEST_CASE(
   // check is reached; an empty data section has crc32 0.
   const auto crafted = [&](const std::string& shape, const std::string& offsets) {
     const std::string listing = R"([{\"name\":\"x\",\"shape\":)" + shape + "}]";
-    write_text(path, join(R"({"__metadata__":{"crc32":"0","format":"vktower","global_step":"0",)"
-                          R"("variables":")" +
-                              listing + R"("},"x":{"data_offsets":)" + offsets +
-                              R"(,"dtype":"F32","shape":)" + shape + "}}",
-                          ""));
+    vkt::test::write_file(
+        path, join(R"({"__metadata__":{"crc32":"0","format":"vktower","global_step":"0",)"
+                   R"("variables":")" +
+                       listing + R"("},"x":{"data_offsets":)" + offsets +
+                       R"(,"dtype":"F32","shape":)" + shape + "}}",
+                   ""));
   };
   // [2^32, 2^32] floats in 0 bytes: the element count overflows 64 bits.
   crafted("[4294967296,4294967296]", "[0,0]");
@@ -228,9 +223,10 @@ TEST_CASE(
   require_refused(path, "outside the 0-byte data section");
   crafted("[]", "[0,0]");  // a scalar needs 4 bytes
   require_refused(path, "needs 4 bytes but its data_offsets span 0");
-  write_text(path, join(R"({"__metadata__":{"crc32":"0","format":"vktower","global_step":"0",)"
-                        R"("variables":"[]"}})",
-                        ""));
+  vkt::test::write_file(path,
+                        join(R"({"__metadata__":{"crc32":"0","format":"vktower","global_step":"0",)"
+                             R"("variables":"[]"}})",
+                             ""));
   CHECK(vkt::read_checkpoint(path).empty());  // a model without variables is valid
   require_refused(dir.path.string(), "not a regular file");
 }

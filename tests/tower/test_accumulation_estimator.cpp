@@ -77,11 +77,6 @@ vkt::InputFn training_input(const vkt::Dataset& data, std::int64_t batch, int ep
       data, {.batch_size = batch, .epochs = epochs, .shuffle_seed = 3, .drop_remainder = true});
 }
 
-std::string file_bytes(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 /// Records the global steps after_step is called with.
 struct StepsSeen : vkt::TrainingHook {
   std::vector<std::uint64_t> steps;
@@ -146,11 +141,12 @@ TEST_CASE(
     vkt::Estimator second(model, quiet(resumed.path, 3));
     REQUIRE(second.train(training_input(data, 8), {.steps = 2}) == 4);
     REQUIRE(second.resumed());
-    const std::string a = file_bytes(straight / "ckpt-4.safetensors");
+    const std::string a = vkt::test::read_file(straight / "ckpt-4.safetensors");
     REQUIRE(a.size() > 1000);
-    const bool same = a == file_bytes(resumed / "ckpt-4.safetensors");  // not Catch's bytes
+    const bool same =
+        a == vkt::test::read_file(resumed / "ckpt-4.safetensors");  // not Catch's bytes
     CHECK(same);
-    const bool trained = a != file_bytes(resumed / "ckpt-2.safetensors");
+    const bool trained = a != vkt::test::read_file(resumed / "ckpt-2.safetensors");
     CHECK(trained);
   }
 }

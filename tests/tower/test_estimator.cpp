@@ -104,11 +104,6 @@ vkt::InputFn training_input(const vkt::Dataset& data, std::int64_t batch) {
       data, {.batch_size = batch, .epochs = 0, .shuffle_seed = 11, .drop_remainder = true});
 }
 
-std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 }  // namespace
 
 TEST_CASE(
@@ -134,11 +129,11 @@ TEST_CASE(
   CHECK(second.train(training_input(data, 8), {.steps = 100}) == 200);
   CHECK(second.resumed());
   // Every variable, Adam slot and the step: the files are the same bytes.
-  const std::string a = file_bytes(straight / "ckpt-200.safetensors");
+  const std::string a = vkt::test::read_file(straight / "ckpt-200.safetensors");
   REQUIRE(a.size() > 1000);
-  CHECK(a == file_bytes(resumed / "ckpt-200.safetensors"));
+  CHECK(a == vkt::test::read_file(resumed / "ckpt-200.safetensors"));
   // And training moved the weights (the comparison is not of two untouched models).
-  CHECK(a != file_bytes(resumed / "ckpt-100.safetensors"));
+  CHECK(a != vkt::test::read_file(resumed / "ckpt-100.safetensors"));
   // The values as the Estimator reads them back from its newest checkpoint.
   const HostTensor kernel = second.variable_value("hidden/kernel");
   CHECK(kernel.shape == vkt::Shape({kFeatures, 8}));
@@ -164,8 +159,8 @@ TEST_CASE("Estimator: Mirrored and RoundRobin train, resume bit for bit and eval
     }
     vkt::Estimator second(model, quiet(resumed.path), {{"lr", 0.01}});
     CHECK(second.train(training_input(data, 8), {.steps = 10}) == 30);
-    CHECK(file_bytes(straight / "ckpt-30.safetensors") ==
-          file_bytes(resumed / "ckpt-30.safetensors"));
+    CHECK(vkt::test::read_file(straight / "ckpt-30.safetensors") ==
+          vkt::test::read_file(resumed / "ckpt-30.safetensors"));
     const auto a = whole.evaluate(vkt::dataset_input(data, {.batch_size = 8}));
     const auto b = second.evaluate(vkt::dataset_input(data, {.batch_size = 8}));
     CHECK(a.at("examples") == 24);
@@ -319,7 +314,7 @@ TEST_CASE(
   CHECK_THAT(lines[9], Catch::Matchers::StartsWith("5,eval,examples,16"));
   CHECK_THAT(lines[10], Catch::Matchers::StartsWith("5,eval,loss,"));
   if (std::system("command -v gnuplot > /dev/null") == 0) {
-    const std::string png = file_bytes(dir / "loss.png");
+    const std::string png = vkt::test::read_file(dir / "loss.png");
     REQUIRE(png.size() > 1000);
     CHECK(png.substr(1, 3) == "PNG");
   }

@@ -72,11 +72,6 @@ vkt::InputFn training_input(const vkt::Dataset& data) {
       data, {.batch_size = 8, .epochs = 0, .shuffle_seed = 3, .drop_remainder = true});
 }
 
-std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 }  // namespace
 
 TEST_CASE(
@@ -108,12 +103,12 @@ TEST_CASE(
     vkt::Estimator second(model, quiet(resumed.path));
     REQUIRE(second.train(training_input(data), {.steps = 3}) == 6);
     REQUIRE(second.resumed());
-    const std::string a = file_bytes(straight / "ckpt-6.safetensors");
+    const std::string a = vkt::test::read_file(straight / "ckpt-6.safetensors");
     REQUIRE(a.size() > 1000);
     // Booleans: Catch would print the files' bytes.
-    const bool same = a == file_bytes(resumed / "ckpt-6.safetensors");
+    const bool same = a == vkt::test::read_file(resumed / "ckpt-6.safetensors");
     CHECK(same);
-    const bool trained = a != file_bytes(resumed / "ckpt-3.safetensors");
+    const bool trained = a != vkt::test::read_file(resumed / "ckpt-3.safetensors");
     CHECK(trained);
   }
 }

@@ -29,11 +29,6 @@ namespace {
 
 constexpr const char* kSteps = "40";
 
-std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 /// Starts the child on `model_dir`, its output appended to `log`.
 pid_t start_child(const std::string& model_dir, const std::string& log) {
   posix_spawn_file_actions_t actions;
@@ -84,7 +79,7 @@ TEST_CASE(
   const auto window = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - first_checkpoint);
   const std::string expected =
-      file_bytes(straight / (std::string("ckpt-") + kSteps + ".safetensors"));
+      vkt::test::read_file(straight / (std::string("ckpt-") + kSteps + ".safetensors"));
   REQUIRE(expected.size() > 1000);
 
   std::random_device device;
@@ -102,14 +97,15 @@ TEST_CASE(
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     kill(pid, SIGKILL);
     const int status = wait_child(pid);
-    INFO("child status " << status << "; log:\n" << file_bytes(log));
+    INFO("child status " << status << "; log:\n" << vkt::test::read_file(log));
     CHECK(status == -SIGKILL);  // else it finished first
   }
   REQUIRE(wait_child(start_child(model.string(), log)) == 0);
-  const std::string output = file_bytes(log);
+  const std::string output = vkt::test::read_file(log);
   INFO(output);
   CHECK(output.find("resuming from") != std::string::npos);
   const bool same =
-      file_bytes((model / (std::string("ckpt-") + kSteps + ".safetensors")).string()) == expected;
+      vkt::test::read_file((model / (std::string("ckpt-") + kSteps + ".safetensors")).string()) ==
+      expected;
   CHECK(same);  // a boolean: Catch would print the files' bytes
 }

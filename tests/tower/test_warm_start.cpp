@@ -91,11 +91,6 @@ vkt::ModelFn mlp(std::vector<std::pair<std::string, std::int64_t>> layers, float
               .variable_mode = mode});
 }
 
-std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 void append_le(std::string& out, std::uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
 }
@@ -202,9 +197,9 @@ TEST_CASE(
           quiet(given.path));
       CHECK(estimator.train(input(data), {.steps = 3}) == 3);
     }
-    const std::string a = file_bytes(warm / "ckpt-3.safetensors");
+    const std::string a = vkt::test::read_file(warm / "ckpt-3.safetensors");
     REQUIRE(a.size() > 500);
-    const bool same = a == file_bytes(given / "ckpt-3.safetensors");
+    const bool same = a == vkt::test::read_file(given / "ckpt-3.safetensors");
     CHECK(same);
   }
 }
