@@ -12,11 +12,10 @@
 // startup_s ends where the first step starts; first_step_s where it ends (on
 // lavapipe the shaders' machine code is compiled at their first dispatch, so
 // the driver's cache shows there; and pipelines build on worker threads while
-// the step is recorded, so first_step_s is the figure to read). Then the same program's phases, cold and
-// warm, timed inside one process (vkt-bench-startup --phases): dynamic
-// loading, instance, device, data, an Estimator's model to its first step,
-// the step, and every embedded shader's pipeline. Last line: first_step_warm_s=S
-// (the start-up goal's figure).
+// the step is recorded, so first_step_s is the figure to read). Then the same program's phases,
+// cold and warm, timed inside one process (vkt-bench-startup --phases): dynamic loading, instance,
+// device, data, an Estimator's model to its first step, the step, and every embedded shader's
+// pipeline. Last line: first_step_warm_s=S (the start-up goal's figure).
 #include <fmt/format.h>
 #include <spawn.h>
 #include <sys/wait.h>

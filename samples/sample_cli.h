@@ -11,8 +11,8 @@
 #include <vktower/vktower.h>
 #include <cstdint>
 #include <limits>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 #include "sample_flags.h"
