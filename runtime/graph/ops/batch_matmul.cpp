@@ -95,8 +95,8 @@ class BatchMatmulOp final : public Op {
     constants.push_back(SpecConstant::u32(8, tb_));
     const Kernel& kernel = ctx.device().kernel(
         {.shader = "matmul_batched_tiled", .local_size = t.local_size(), .constants = constants});
-    dispatch_batches(ctx, kernel, (d.n + t.bn - 1) / t.bn, (d.m + t.bm - 1) / t.bm, a, b, c,
-                     TiledPush{d.m, d.n, d.k, 0}, d.batch);
+    const Groups grid = t.groups(d.m, d.n);
+    dispatch_batches(ctx, kernel, grid[0], grid[1], a, b, c, TiledPush{d.m, d.n, d.k, 0}, d.batch);
   }
 
   bool ta_, tb_;

@@ -108,9 +108,7 @@ void record_tiled(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g, Gemm
   constants.push_back(SpecConstant::u32(9, static_cast<std::uint32_t>(gemm)));
   const Kernel& kernel = ctx.device().kernel(
       {.shader = "conv_tiled", .local_size = t.local_size(), .constants = constants});
-  ctx.stream().dispatch(
-      kernel, {a, b, c}, push,
-      Groups{(u32(s.n) + t.bn - 1) / t.bn, (u32(s.m) + t.bm - 1) / t.bm, u32(g.groups)});
+  ctx.stream().dispatch(kernel, {a, b, c}, push, t.groups(u32(s.m), u32(s.n), u32(g.groups)));
 }
 
 }  // namespace

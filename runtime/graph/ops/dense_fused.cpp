@@ -107,8 +107,7 @@ struct FusedProduct {
     const Kernel& kernel = ctx.device().kernel({.shader = fmt::format("{}_tiled", family),
                                                 .local_size = t.local_size(),
                                                 .constants = constants});
-    ctx.stream().dispatch(kernel, {a, b, c, extra}, TiledPush{m, n, k},
-                          Groups{(n + t.bn - 1) / t.bn, (m + t.bm - 1) / t.bm, 1});
+    ctx.stream().dispatch(kernel, {a, b, c, extra}, TiledPush{m, n, k}, t.groups(m, n));
   }
 };
 

@@ -113,8 +113,7 @@ class MatmulOp final : public Op {
     constants.push_back(SpecConstant::u32(8, tb_));
     const Kernel& kernel = ctx.device().kernel(
         {.shader = "matmul_tiled", .local_size = t.local_size(), .constants = constants});
-    ctx.stream().dispatch(kernel, {a, b, c}, TiledPush{m, n, k},
-                          Groups{(n + t.bn - 1) / t.bn, (m + t.bm - 1) / t.bm, 1});
+    ctx.stream().dispatch(kernel, {a, b, c}, TiledPush{m, n, k}, t.groups(m, n));
   }
 
   bool ta_, tb_;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../../vulkan/kernel.h"
+#include "../../vulkan/stream.h"
 
 namespace vkt {
 
@@ -30,6 +31,10 @@ struct TiledShape {
   std::array<std::uint32_t, 3> local_size() const { return {bn / tn, bm / tm, 1}; }
   std::uint32_t invocations() const { return (bn / tn) * (bm / tm); }
   std::uint32_t shared_bytes() const { return (prefetch ? 8 : 4) * bk * (bm + bn); }
+  /// The workgroups that cover an m x n output (z: the batch or group count).
+  Groups groups(std::uint32_t m, std::uint32_t n, std::uint32_t z = 1) const {
+    return {(n + bn - 1) / bn, (m + bm - 1) / bm, z};
+  }
   /// Specialization constants 2-6 and 15 of the kernel (the tile itself).
   std::vector<SpecConstant> constants() const;
   std::string str() const;

@@ -27,7 +27,7 @@ double time_tiled_shape(Device& device, const TiledShape& shape, const Buffer& a
   constants.push_back(SpecConstant::u32(8, 0));
   const Kernel& kernel = device.kernel(
       {.shader = "matmul_tiled", .local_size = shape.local_size(), .constants = constants});
-  const Groups groups{(n + shape.bn - 1) / shape.bn, (n + shape.bm - 1) / shape.bm, 1};
+  const Groups groups = shape.groups(n, n);
   const bool stamps = device.info().timestamps;
   Stream stream(device);
   const std::size_t t0 = stamps ? stream.timestamp() : 0;
