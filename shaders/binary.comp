@@ -18,6 +18,9 @@ layout(push_constant) uniform Params {
   uvec4 b_strides;
 };
 
+#include "activations.glsl"
+#include "elementwise.glsl"
+
 void main() {
   uint i = linear_index();
   if (i >= n) return;
@@ -29,22 +32,5 @@ void main() {
     ia += c * a_strides[d];
     ib += c * b_strides[d];
   }
-  float x = a[ia];
-  float y = b[ib];
-  float r;
-  switch (OP) {
-    case 0: r = x + y; break;
-    case 1: r = x - y; break;
-    case 2: r = x * y; break;
-    case 3: r = x / y; break;
-    case 4: r = max(x, y); break;
-    case 5: r = min(x, y); break;
-    case 6: r = x >= y ? 1.0 : 0.0; break;
-    case 7: r = x == y ? 1.0 : 0.0; break;
-    case 8: r = x != y ? 1.0 : 0.0; break;
-    case 9: r = y == 0.0 ? 0.0 : x / y; break;
-    case 10: r = x > y ? 1.0 : 0.0; break;
-    default: r = x; break;  // 11: broadcast a
-  }
-  o[i] = r;
+  o[i] = binary_op(OP, a[ia], b[ib]);
 }

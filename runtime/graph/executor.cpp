@@ -9,6 +9,7 @@
 
 #include "../vulkan/device.h"
 #include "../vulkan/error.h"
+#include "ops/elementwise_chain.h"
 
 namespace vkt {
 
@@ -79,7 +80,9 @@ Executor::Executor(Graph& graph, std::vector<Tensor> fetches, ExecutorOptions op
       throw Error("an Executor fetch belongs to another graph (or is empty)");
     }
   }
-  const std::vector<int> order = program_order(*graph_, fetches_, options_.training);
+  fused_.order = program_order(*graph_, fetches_, options_.training);
+  if (options_.fuse) fused_ = fused_program(*graph_, std::move(fused_.order), fetches_);
+  const std::vector<int>& order = fused_.order;
   updates_ = std::any_of(order.begin(), order.end(),
                          [&](int n) { return graph_->nodes()[n].op->updates_variables(); });
   plan(order);
@@ -113,6 +116,19 @@ void Executor::plan(const std::vector<int>& order) {
     }
   }
   for (const Tensor& f : fetches_) touched.insert(f.id());
+  // A fused group runs at its last node's position: what its other nodes read
+  // and write lives until then.
+  for (int pos = 0; pos < static_cast<int>(order.size()); ++pos) {
+    const auto group = fused_.groups.find(order[pos]);
+    if (group == fused_.groups.end()) continue;
+    for (int member : group->second.nodes) {
+      const Node& node = g.nodes()[member];
+      for (const Tensor& t : node.inputs) last_use[t.id()] = std::max(last_use[t.id()], pos);
+      if (!group->second.chain) {
+        last_use[node.output.id()] = std::max(last_use[node.output.id()], pos);
+      }
+    }
+  }
   // Most ops bind a tensor whole: one past the device's storage-buffer range can
   // run only as the input of an op that binds windows of it (Op::windows_input).
   const std::uint64_t limit = g.device().max_storage_buffer_range();
@@ -201,7 +217,7 @@ void Executor::plan(const std::vector<int>& order) {
   for (int pos = 0; pos < end; ++pos) {
     const Node& node = g.nodes()[order[pos]];
     const int id = node.output.id();
-    if (places_.count(id) || root_of[id] != id) continue;
+    if (places_.count(id) || root_of[id] != id || fused_.unwritten(order[pos])) continue;
     live.erase(
         std::remove_if(live.begin(), live.end(), [&](const Block& b) { return b.last < pos; }),
         live.end());
@@ -221,7 +237,7 @@ void Executor::plan(const std::vector<int>& order) {
   for (int pos = 0; pos < end; ++pos) {
     const Node& node = g.nodes()[order[pos]];
     const int id = node.output.id();
-    if (places_.count(id)) continue;
+    if (places_.count(id) || fused_.unwritten(order[pos])) continue;
     const Place& parent = places_.at(node.inputs[0].id());
     places_[id] = {parent.arena, parent.offset + *node.op->view_offset(), bytes_of(id)};
   }
@@ -267,6 +283,9 @@ void Executor::record(const std::vector<int>& order) {
       while (node >= 0 && graph_->nodes()[node].op->view_offset()) {
         node = graph_->info(graph_->nodes()[node].inputs[0]).node;
       }
+      if (const auto fused = fused_.recorded_by.find(node); fused != fused_.recorded_by.end()) {
+        node = fused->second;
+      }
       if (node >= 0 && position.count(node)) end = std::max(end, position[node]);
     }
     group_end.push_back(end);
@@ -295,8 +314,7 @@ void Executor::record(const std::vector<int>& order) {
     if (node.op->sums_across_replicas()) {
       record_exchange(node);
     } else if (!node.op->view_offset()) {
-      recording_node_ = order[pos];
-      node.op->record(ctx, node.inputs, node.output);
+      record_node(ctx, order[pos]);
     }
     if (profiled) command_node_.resize(stream_.command_count(), order[pos]);
     if (splits.count(pos) && pos != last) segment_after[pos] = stream_.end_segment();
@@ -309,6 +327,25 @@ void Executor::record(const std::vector<int>& order) {
                              : end < 0                    ? 0
                                                           : stream_.segment_count() - 1);
   }
+}
+
+void Executor::record_node(RecordContext& ctx, int index) {
+  const Node& node = graph_->nodes()[index];
+  recording_node_ = index;
+  const auto recorder = fused_.recorded_by.find(index);
+  if (recorder == fused_.recorded_by.end()) {
+    node.op->record(ctx, node.inputs, node.output);
+    return;
+  }
+  if (recorder->second != index) return;  // its group's last node records it
+  const FusedProgram::Group& group = fused_.groups.at(index);
+  if (!group.chain) {
+    node.op->record_fused(ctx, graph_->nodes()[group.nodes.front()], node.inputs, node.output);
+    return;
+  }
+  std::vector<const Node*> chain;
+  for (int member : group.nodes) chain.push_back(&graph_->nodes()[member]);
+  ops_detail::record_elementwise_chain(ctx, chain, group.stored);
 }
 
 Buffer& Executor::arena(Place::Arena a) {

@@ -37,6 +37,11 @@ struct ExecutorOptions {
   /// next batch uploads while this one computes. Every input must then be fed
   /// before each run.
   bool double_buffered_feeds = false;
+  /// Record fused kernels where the program allows (the same values, fewer
+  /// dispatches): a small loss with its gradient (one kernel computes both),
+  /// and chains of elementwise ops whose intermediate results nothing else
+  /// reads (one kernel per chain; fused_program()).
+  bool fuse = true;
   /// The sum over the model's replicas at each cross_replica_sum of the
   /// program (synchronized batch norm), called by run() on its own thread, in
   /// program order: `point` counts them from 0 in each run, `local` is this
@@ -51,6 +56,47 @@ struct ExecutorOptions {
 /// computes) in the order they were made: an Executor's program.
 std::vector<int> program_order(const Graph& graph, const std::vector<Tensor>& fetches,
                                bool training);
+
+/// How an Executor records a program when it fuses: `order` (program_order()'s,
+/// with each op that absorbs an earlier one moved right after it) and the
+/// fused groups, each recorded at its last node's position by one call; the
+/// other nodes of a group record nothing.
+struct FusedProgram {
+  /// A fused group's nodes in program order; the last one records the group.
+  struct Group {
+    std::vector<int> nodes;
+    /// An elementwise chain (record_elementwise_chain) rather than an op that
+    /// absorbs the one before it (Op::absorbs).
+    bool chain = false;
+    /// A chain's links before the last that other ops read (indices into
+    /// `nodes`): the chain's kernel writes them too.
+    std::vector<std::size_t> stored{};
+  };
+  std::vector<int> order;
+  std::map<int, Group> groups;     ///< by the node that records the group
+  std::map<int, int> recorded_by;  ///< every grouped node -> the node recording its group
+
+  /// True for a link of a chain, before its last, that nothing else reads: its
+  /// output is never written (it needs no memory).
+  bool unwritten(int node) const {
+    const auto r = recorded_by.find(node);
+    if (r == recorded_by.end() || r->second == node) return false;
+    const Group& group = groups.at(r->second);
+    if (!group.chain) return false;
+    for (std::size_t k : group.stored) {
+      if (group.nodes[k] == node) return false;
+    }
+    return true;
+  }
+};
+
+/// Finds what `order` can fuse. A chain is elementwise ops (Op::elementwise_step)
+/// each reading the one before it, whose intermediate results have the final
+/// output's shape and are no gradients; at most kChainSteps ops over at most
+/// kChainInputs other tensors. Links that are fetched or that other ops read
+/// (after the chain runs) are stored by the chain's kernel, at most kChainStores.
+FusedProgram fused_program(const Graph& graph, std::vector<int> order,
+                           const std::vector<Tensor>& fetches);
 
 /// Runs the part of a Graph that `fetches` need. At construction it places every
 /// tensor (variables in the graph's variable arena, gradients in one gradient
@@ -145,6 +191,7 @@ class Executor {
     std::size_t bytes = 0;
   };
   void plan(const std::vector<int>& order);
+  void record_node(RecordContext& ctx, int index);
   void record_exchange(const Node& node);
   Ticket submit_with_exchanges(std::span<const Ticket> waits);
   void record(const std::vector<int>& order);
@@ -187,7 +234,8 @@ class Executor {
   std::vector<std::size_t> group_segment_;  // ready group -> segment of the stream
   bool timed_ = false;
   std::vector<int> command_node_;  // profiled: command -> node index (-1: the feeds' copy)
-  bool updates_ = false;           // the program updates variables: runs advance the global step
+  FusedProgram fused_;
+  bool updates_ = false;  // the program updates variables: runs advance the global step
 };
 
 }  // namespace vkt

@@ -16,6 +16,7 @@ namespace vkt {
 
 class Device;
 class Stream;
+struct Node;
 
 /// What an op gets from the Executor when it records its forward computation.
 class RecordContext {
@@ -53,6 +54,14 @@ struct Gradient {
 
   bool sparse() const { return values.valid(); }
   bool valid() const { return dense.valid() || values.valid(); }
+};
+
+/// An elementwise op as one step of a fused chain (ExecutorOptions::fuse): its
+/// code in shaders/elementwise.glsl (unary ops 0-31, binary ops 32 + their
+/// code) and its parameter (leaky_relu's slope, pow's exponent...).
+struct ElementwiseStep {
+  std::uint32_t code = 0;
+  float alpha = 0.0f;
 };
 
 /// One operation with one output. Each op kind lives in its own small file
@@ -95,6 +104,21 @@ class Op {
   virtual bool windows_input(std::size_t /*i*/) const { return false; }
   /// The same for the output (a copy command, which has no such limit).
   virtual bool windows_output() const { return false; }
+
+  /// Fusion (ExecutorOptions::fuse). An elementwise op (one or two f32 inputs
+  /// broadcast to its output) describes itself here, so that the Executor can
+  /// record a chain of them as one kernel.
+  virtual std::optional<ElementwiseStep> elementwise_step() const { return std::nullopt; }
+  /// True when record_fused() computes `earlier`'s output in this op's kernel,
+  /// from inputs that this op reads too (a loss and its gradient). The Executor
+  /// then runs this op right after `earlier` and records the two with one call.
+  virtual bool absorbs(const Node& /*earlier*/, std::span<const Tensor> /*inputs*/,
+                       const Tensor& /*output*/) const {
+    return false;
+  }
+  /// Records `output` and the output of `earlier` (an op absorbs() accepted).
+  virtual void record_fused(RecordContext& /*ctx*/, const Node& /*earlier*/,
+                            std::span<const Tensor> /*inputs*/, const Tensor& /*output*/) const {}
 
   /// Size of the parameter block the host rewrites before every run (learning
   /// rate at this step, bias corrections, ...): values that change per step

@@ -137,7 +137,7 @@ TEST_CASE("matmul_bias_act equals matmul, bias_add and the activation, forward a
 
 TEST_CASE("layers::dense trains an MLP step in fewer dispatches than the unfused ops",
           "[dense_fused]") {
-  const auto step_dispatches = [](bool fused) {
+  const auto step_dispatches = [](bool fused, bool executor_fuses) {
     vkt::Graph g(vkt::test::shared_device(), {.seed = 1});
     const Tensor x = g.input("x", {32, 20});
     const Tensor labels = g.input("labels", {32}, vkt::DType::I32);
@@ -158,15 +158,27 @@ TEST_CASE("layers::dense trains an MLP step in fewer dispatches than the unfused
     const Tensor loss = vkt::sparse_softmax_cross_entropy(labels, h);
     vkt::SGD sgd(0.1f);
     const Tensor train = sgd.minimize(loss);
-    vkt::Executor exec(g, {loss, train});
+    vkt::Executor exec(g, {loss, train}, {.fuse = executor_fuses});
     return exec.dispatch_count();
   };
-  const std::size_t fused = step_dispatches(true), plain = step_dispatches(false);
-  INFO("dispatches per step: fused " << fused << ", unfused " << plain);
+  const std::size_t fused = step_dispatches(true, false), plain = step_dispatches(false, false);
+  INFO("dispatches per step, the Executor not fusing: fused " << fused << ", unfused " << plain);
   // Forward: 3 -> 1 per hidden layer, 2 -> 1 for the logits. Backward, with
-  // dpre materialized (the default): 4 per hidden layer either way (dpre and
-  // bias gradient, its copy into the gradient arena, two matmuls).
-  CHECK(fused + 2 * 2 + 1 <= plain);
+  // dpre materialized (the default): 4 per hidden layer either way (dpre, the
+  // bias gradient, two matmuls).
+  CHECK(fused + 2 * 2 + 1 == plain);
+  // The Executor fusing: the unfused layers' bias_add and relu become one
+  // kernel, the dense layers' dpre and bias gradient one, and the loss with
+  // its gradient one for both.
+  const std::size_t fused_all = step_dispatches(true, true),
+                    plain_all = step_dispatches(false, true);
+  INFO("the Executor fusing: fused " << fused_all << ", unfused " << plain_all);
+  CHECK(fused_all + 2 + 1 == fused);
+  CHECK(plain_all + 2 + 1 == plain);
+  // Still one fewer per layer forward (the matmul, then bias_add and relu in
+  // one chain), and per hidden layer backward (relu_grad and the bias
+  // gradient's reduce against one dense_pre_grad).
+  CHECK(fused_all + 3 + 2 == plain_all);
 }
 
 TEST_CASE("matmul_bias_act errors", "[dense_fused]") {

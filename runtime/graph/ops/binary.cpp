@@ -4,6 +4,7 @@
 #include "../../vulkan/error.h"
 #include "../graph.h"
 #include "elementwise.h"
+#include "elementwise_chain.h"
 #include "kernel_util.h"
 #include "reduce.h"
 
@@ -42,6 +43,9 @@ class BinaryOp final : public Op {
  public:
   explicit BinaryOp(BinaryKind kind) : kind_(kind) {}
   std::string type() const override { return name_of(kind_); }
+  std::optional<ElementwiseStep> elementwise_step() const override {
+    return ElementwiseStep{ops_detail::kBinaryStepCode + static_cast<std::uint32_t>(kind_)};
+  }
 
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const Shape& shape = out.shape();

@@ -115,11 +115,33 @@ std::uint32_t u32(std::int64_t v) {
   return static_cast<std::uint32_t>(v);
 }
 
+/// dense_pre_grad.comp: dpre from (dy, y), and with `sum` its column sums into `db`.
+void record_pre_grad(RecordContext& ctx, Activation act, std::span<const Tensor> in,
+                     const Tensor& dpre, const Tensor& db, bool sum) {
+  const std::uint32_t rows = u32(in[0].shape()[0]), n = u32(in[0].shape()[1]);
+  const Kernel& kernel =
+      ctx.device().kernel({.shader = "dense_pre_grad",
+                           .local_size = {kRowLanes, 1, 1},
+                           .constants = {SpecConstant::u32(1, static_cast<std::uint32_t>(act)),
+                                         SpecConstant::u32(2, sum ? 1 : 0)}});
+  ops_detail::dispatch_1d(ctx, kernel,
+                          {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(dpre), ctx.buffer(db)},
+                          BiasGradPush{rows, n}, n);
+}
+
+class DensePreGradOp;
+
 /// dy * act'(y) summed over rows into the bias gradient; inputs (dy, y).
 class DenseBiasGradOp final : public Op {
  public:
   explicit DenseBiasGradOp(Activation act) : act_(act) {}
   std::string type() const override { return "dense_bias_grad"; }
+  /// Absorbs the layer's dpre: one pass writes both.
+  bool absorbs(const Node& earlier, std::span<const Tensor> in, const Tensor&) const override;
+  void record_fused(RecordContext& ctx, const Node& earlier, std::span<const Tensor> in,
+                    const Tensor& out) const override {
+    record_pre_grad(ctx, act_, in, earlier.output, out, true);
+  }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const std::uint32_t n = u32(out.shape().elements());
     const std::uint32_t rows = u32(in[0].shape().elements()) / n;
@@ -151,21 +173,15 @@ class DenseBiasGradOp final : public Op {
   Activation act_;
 };
 
-/// dpre = dy * act'(y) in rows [0, R) and its column sums in row R of one
-/// [R + 1, N] output (an op has one output; slice_rows views take them apart).
-/// Inputs (dy, y).
+/// dpre = dy * act'(y); inputs (dy, y). The Executor fuses it with the bias
+/// gradient (DenseBiasGradOp), which then writes both in one pass.
 class DensePreGradOp final : public Op {
  public:
   explicit DensePreGradOp(Activation act) : act_(act) {}
   std::string type() const override { return "dense_pre_grad"; }
+  Activation activation() const { return act_; }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
-    const std::uint32_t rows = u32(in[0].shape()[0]), n = u32(in[0].shape()[1]);
-    const Kernel& kernel = ctx.device().kernel(
-        {.shader = "dense_pre_grad",
-         .local_size = {kRowLanes, 1, 1},
-         .constants = {SpecConstant::u32(1, static_cast<std::uint32_t>(act_))}});
-    ops_detail::dispatch_1d(ctx, kernel, {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(out)},
-                            BiasGradPush{rows, n}, n);
+    record_pre_grad(ctx, act_, in, out, out, false);
   }
   std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor&,
                                  const Tensor&) const override {
@@ -208,6 +224,13 @@ class DactMatmulOp final : public Op {
   bool ta_, tb_;
 };
 
+bool DenseBiasGradOp::absorbs(const Node& earlier, std::span<const Tensor> in,
+                              const Tensor&) const {
+  const auto* pre = dynamic_cast<const DensePreGradOp*>(earlier.op.get());
+  return pre != nullptr && pre->activation() == act_ && earlier.inputs.size() == 2 &&
+         earlier.inputs[0] == in[0] && earlier.inputs[1] == in[1];
+}
+
 /// act(x * w + bias); inputs (x, w, bias).
 class MatmulBiasActOp final : public Op {
  public:
@@ -241,12 +264,14 @@ class MatmulBiasActOp final : public Op {
     }
     Graph& g = dy.graph();
     if (backward_ == DenseBackward::Materialized) {
-      const std::int64_t rows = x_shape[0], n = w_shape[1];
-      const Tensor both =
-          g.add_node(std::make_unique<DensePreGradOp>(act_), {dy, y}, Shape{rows + 1, n});
-      const Tensor dpre = slice_rows(both, 0, rows);
+      // Two ops (an op has one output), one kernel when the Executor fuses:
+      // the bias gradient is an op's own output, so it needs no copy into the
+      // gradient arena, as a view of a combined output would.
+      const Shape dy_shape = dy.shape();
+      const Tensor dpre = g.add_node(std::make_unique<DensePreGradOp>(act_), {dy, y}, dy_shape);
+      const Tensor db = g.add_node(std::make_unique<DenseBiasGradOp>(act_), {dy, y}, b_shape);
       return {Gradient{matmul(dpre, w, false, true)}, Gradient{matmul(x, dpre, true, false)},
-              Gradient{reshape(slice_rows(both, rows, 1), b_shape)}};
+              Gradient{db}};
     }
     const Tensor dx = g.add_node(std::make_unique<DactMatmulOp>(act_, DyOperand::A, false, true),
                                  {dy, w, y}, x_shape);

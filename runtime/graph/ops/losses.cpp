@@ -1,7 +1,9 @@
-// Losses (shaders/loss_values.comp, loss_sum.comp, loss_grad.comp). A loss and
-// its reduction are one op: with the default reduction and no weights, the
-// forward pass is one dispatch and the backward pass one more, where separate
-// loss, multiply and reduce ops would take three or four each way.
+// Losses (shaders/loss_values.comp, loss_sum.comp, loss_grad.comp,
+// loss_sum_grad.comp). A loss and its reduction are one op: with the default
+// reduction and no weights, the forward pass is one dispatch and the backward
+// pass one more, where separate loss, multiply and reduce ops would take three
+// or four each way; fused by the Executor, a small loss and its gradient are
+// one dispatch in all.
 #include "losses.h"
 
 #include <fmt/format.h>
@@ -73,12 +75,34 @@ const Kernel& loss_kernel(RecordContext& ctx, const char* shader, const LossPara
   return ctx.device().kernel(desc);
 }
 
+/// Losses of at most this many gradient elements run with their gradient in
+/// one kernel of one workgroup (loss_sum_grad.comp) when the Executor fuses
+/// them: the loss's own sum is one workgroup already, and a few thousand more
+/// elements cost it less than a second dispatch; past this the gradient's own
+/// dispatch, spread over many workgroups, is faster.
+constexpr std::int64_t kFusedLossElements = 16384;
+
+class LossOp;
+
 /// d(loss op)/d(one data input); inputs (data..., dy, weights?).
 class LossGradOp final : public Op {
  public:
   LossGradOp(LossParams p, bool summed, bool wrt_labels)
       : p_(p), summed_(summed), wrt_labels_(wrt_labels) {}
   std::string type() const override { return std::string(name_of(p_.kind)) + "_grad"; }
+  bool absorbs(const Node& earlier, std::span<const Tensor> in, const Tensor& out) const override;
+  void record_fused(RecordContext& ctx, const Node& earlier, std::span<const Tensor> in,
+                    const Tensor& out) const override {
+    const std::size_t d = p_.data();
+    const Tensor weights = p_.has_w ? in[d + 1] : Tensor{};
+    const LossPush push = push_for(p_, in, weights, 0);
+    const BufferRange w = ctx.buffer(p_.has_w ? weights : in[d]);  // unread without weights
+    const BufferRange labels = ctx.buffer(in[0]), x = ctx.buffer(in[d - 1]);
+    ctx.stream().dispatch(
+        loss_kernel(ctx, "loss_sum_grad", p_, 0),
+        {labels, x, ctx.buffer(in[d]), w, ctx.buffer(earlier.output), ctx.buffer(out)}, push,
+        Groups{1, 1, 1});
+  }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const std::size_t d = p_.data();
     const Tensor& dy = in[d];
@@ -107,6 +131,8 @@ class LossOp final : public Op {
  public:
   LossOp(LossParams p, bool summed) : p_(p), summed_(summed) {}
   std::string type() const override { return name_of(p_.kind); }
+  const LossParams& params() const { return p_; }
+  bool summed() const { return summed_; }
 
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const std::size_t d = p_.data();
@@ -161,6 +187,21 @@ class LossOp final : public Op {
   LossParams p_;
   bool summed_;
 };
+
+bool LossGradOp::absorbs(const Node& earlier, std::span<const Tensor> in, const Tensor& out) const {
+  const auto* loss = dynamic_cast<const LossOp*>(earlier.op.get());
+  if (loss == nullptr || !loss->summed() || !summed_ || wrt_labels_) return false;
+  const LossParams& q = loss->params();
+  if (q.kind != p_.kind || q.delta != p_.delta || q.scale != p_.scale || q.has_w != p_.has_w) {
+    return false;
+  }
+  // Inputs (data..., dy, weights?) against the loss's (data..., weights?).
+  const std::size_t d = p_.data();
+  for (std::size_t i = 0; i < earlier.inputs.size(); ++i) {
+    if (earlier.inputs[i] != in[i < d ? i : i + 1]) return false;
+  }
+  return out.shape().elements() <= kFusedLossElements;
+}
 
 std::string describe(const Tensor& t) {
   return fmt::format("'{}' {}", t.name(), t.shape().str());

@@ -14,6 +14,7 @@
 #include "../graph.h"
 #include "batch_matmul.h"
 #include "elementwise.h"
+#include "elementwise_chain.h"
 #include "kernel_util.h"
 #include "matmul_tiles.h"
 
@@ -126,6 +127,9 @@ struct BiasPush {
 class BiasAddOp final : public Op {
  public:
   std::string type() const override { return "bias_add"; }
+  std::optional<ElementwiseStep> elementwise_step() const override {
+    return ElementwiseStep{ops_detail::kBinaryStepCode};  // add
+  }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const std::int64_t n = out.shape().elements();
     const auto d = static_cast<std::uint32_t>(in[1].shape()[0]);

@@ -68,6 +68,9 @@ class UnaryOp final : public Op {
  public:
   UnaryOp(UnaryKind kind, float alpha) : kind_(kind), alpha_(alpha) {}
   std::string type() const override { return name_of(kind_); }
+  std::optional<ElementwiseStep> elementwise_step() const override {
+    return ElementwiseStep{static_cast<std::uint32_t>(kind_), alpha_};
+  }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const std::int64_t n = out.shape().elements();
     ops_detail::dispatch_1d(

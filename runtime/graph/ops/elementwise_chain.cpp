@@ -1,0 +1,112 @@
+// An elementwise chain as one dispatch of shaders/elementwise_chain.comp.
+#include "elementwise_chain.h"
+
+#include <algorithm>
+#include <array>
+
+#include "../../vulkan/error.h"
+#include "../graph.h"
+#include "kernel_util.h"
+
+namespace vkt::ops_detail {
+namespace {
+
+constexpr std::uint32_t kItself = 4;          // the other operand is the running value
+constexpr std::uint32_t kSwapped = 1u << 11;  // binary(other, v)
+
+struct ChainPush {
+  std::uint32_t n, pad[3];
+  std::array<std::uint32_t, 4> dims;
+  std::array<std::array<std::uint32_t, 4>, kChainInputs> strides;
+  std::array<float, kChainSteps> alphas;
+};
+static_assert(sizeof(ChainPush) == 128, "the push constants every device takes");
+
+/// How elementwise_chain.comp reads input `t` for output shape `out` (its
+/// 2-bit mode) and the strides (or length) that mode needs.
+std::uint32_t read_mode(const Shape& t, const Shape& out, std::array<std::uint32_t, 4>& strides) {
+  if (t == out) return 0;
+  // A repeating suffix: t without its leading 1s is the trailing part of out.
+  int first = 0;
+  while (first < t.rank() && t[first] == 1) ++first;
+  const int kept = t.rank() - first;
+  bool suffix = kept <= out.rank();
+  for (int i = 0; suffix && i < kept; ++i) suffix = t[first + i] == out[out.rank() - kept + i];
+  if (suffix) {
+    strides = {static_cast<std::uint32_t>(t.elements()), 0, 0, 0};
+    return 1;
+  }
+  strides = broadcast_strides(t, out);
+  return 2;
+}
+
+}  // namespace
+
+std::vector<Tensor> chain_inputs(std::span<const Node* const> chain) {
+  std::vector<Tensor> inputs;
+  for (std::size_t j = 0; j < chain.size(); ++j) {
+    for (const Tensor& t : chain[j]->inputs) {
+      const bool computed = j > 0 && t == chain[j - 1]->output;
+      if (!computed && std::find(inputs.begin(), inputs.end(), t) == inputs.end()) {
+        inputs.push_back(t);
+      }
+    }
+  }
+  return inputs;
+}
+
+void record_elementwise_chain(RecordContext& ctx, std::span<const Node* const> chain,
+                              std::span<const std::size_t> stored) {
+  const std::vector<Tensor> inputs = chain_inputs(chain);
+  if (chain.empty() || chain.size() > kChainSteps || inputs.size() > kChainInputs ||
+      stored.size() > kChainStores) {
+    throw Error("internal: an elementwise chain past the fused kernel's limits");
+  }
+  const auto index_of = [&](const Tensor& t) {
+    return static_cast<std::uint32_t>(std::find(inputs.begin(), inputs.end(), t) - inputs.begin());
+  };
+  const Tensor& out = chain.back()->output;
+  ChainPush push{};
+  push.n = static_cast<std::uint32_t>(out.shape().elements());
+  push.dims = dims4(out.shape());
+  std::uint32_t modes = 0;
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    modes |= read_mode(inputs[k].shape(), out.shape(), push.strides[k]) << (2 * k);
+  }
+  std::vector<SpecConstant> constants{
+      SpecConstant::u32(1, static_cast<std::uint32_t>(chain.size())),
+      SpecConstant::u32(2, index_of(chain[0]->inputs[0])), SpecConstant::u32(3, modes)};
+  for (std::size_t j = 0; j < chain.size(); ++j) {
+    const Node& node = *chain[j];
+    const ElementwiseStep step = *node.op->elementwise_step();
+    std::uint32_t word = step.code;
+    if (node.inputs.size() == 2) {
+      // The running value: the first node's first input, else the last output.
+      const Tensor v = j == 0 ? node.inputs[0] : chain[j - 1]->output;
+      const bool swapped = node.inputs[0] != v;
+      const Tensor& other = node.inputs[swapped ? 0 : 1];
+      word |= (other == v ? kItself : index_of(other)) << 8;
+      if (swapped) word |= kSwapped;
+    }
+    constants.push_back(SpecConstant::u32(static_cast<std::uint32_t>(4 + j), word));
+    push.alphas[j] = step.alpha;
+  }
+  std::uint32_t stores = 0;
+  std::array<BufferRange, kChainStores> store_to{ctx.buffer(out), ctx.buffer(out)};
+  for (std::size_t k = 0; k < stored.size(); ++k) {
+    stores |= static_cast<std::uint32_t>(k + 1) << (2 * stored[k]);
+    store_to[k] = ctx.buffer(chain[stored[k]]->output);
+  }
+  constants.push_back(SpecConstant::u32(12, stores));
+  const Kernel& kernel = ctx.device().kernel(
+      {.shader = "elementwise_chain", .local_size = {kLocalSize, 1, 1}, .constants = constants});
+  std::array<BufferRange, kChainInputs> bound;
+  for (std::size_t k = 0; k < kChainInputs; ++k) {
+    bound[k] = ctx.buffer(inputs[std::min(k, inputs.size() - 1)]);
+  }
+  dispatch_1d(ctx, kernel,
+              {bound[0], bound[1], bound[2], bound[3], ctx.buffer(out), store_to[0], store_to[1]},
+              push, out.shape().elements());
+}
+
+}  // namespace vkt::ops_detail

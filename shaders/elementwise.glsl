@@ -1,0 +1,46 @@
+// The elementwise ops, shared by unary.comp, binary.comp and
+// elementwise_chain.comp. The codes are UnaryKind (runtime/graph/ops/unary.cpp)
+// and BinaryKind (binary.cpp); a fused chain numbers binary ops from 32.
+// Include after activations.glsl.
+
+// Unary op `op` of v; alpha is its parameter (leaky_relu slope, elu alpha, pow
+// exponent).
+float unary_op(uint op, float v, float alpha) {
+  switch (op) {
+    case 0: return -v;
+    case 1: return abs(v);
+    case 2: return exp(v);
+    case 3: return log(v);
+    case 4: return sqrt(v);
+    case 5: return v * v;
+    case 6: return power(v, alpha);
+    case 7: return max(v, 0.0);
+    case 8: return v >= 0.0 ? v : alpha * v;
+    case 9: return v > 0.0 ? v : alpha * (exp(v) - 1.0);
+    case 10: return gelu_tanh(v);
+    case 11: return sigmoid(v);
+    case 12: return stable_tanh(v);
+    case 13: return softplus(v);
+    case 14: return sign(v);
+    case 16: return gelu_erf(v);
+    default: return v;  // 15: identity
+  }
+}
+
+// Binary op `op` of x and y.
+float binary_op(uint op, float x, float y) {
+  switch (op) {
+    case 0: return x + y;
+    case 1: return x - y;
+    case 2: return x * y;
+    case 3: return x / y;
+    case 4: return max(x, y);
+    case 5: return min(x, y);
+    case 6: return x >= y ? 1.0 : 0.0;
+    case 7: return x == y ? 1.0 : 0.0;
+    case 8: return x != y ? 1.0 : 0.0;
+    case 9: return y == 0.0 ? 0.0 : x / y;
+    case 10: return x > y ? 1.0 : 0.0;
+    default: return x;  // 11: broadcast a
+  }
+}
