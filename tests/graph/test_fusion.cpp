@@ -276,9 +276,10 @@ TEST_CASE("elementwise chains in a training step: the same gradients and updates
   };
   const Outcome plain = step(false), fused = step(true);
   INFO("commands: unfused " << plain.commands << ", fused " << fused.commands);
-  // The gradients read every link of the forward chain: bias_add, tanh and
-  // sigmoid in one kernel storing the first two (its limit), sub and square in
-  // another storing the difference.
+  // bias_add, tanh, sigmoid and sub in one kernel, storing tanh's and
+  // sigmoid's outputs for their gradients (bias_add's, which no gradient
+  // reads, is never written); square alone: its gradient reads its input,
+  // which would be a third store.
   CHECK(fused.commands + 3 == plain.commands);
   for (std::size_t i = 0; i < 3; ++i) CHECK(fused.values[i] == plain.values[i]);
 }

@@ -90,8 +90,15 @@ class UnaryOp final : public Op {
         break;
     }
     Graph& g = out.graph();
+    // Where f' is a function of the output alone (unary_grad.comp reads only y,
+    // or x > 0 for relu, which y > 0 says as well), the gradient does not read
+    // x: a fused elementwise chain that computes x need not write it.
+    const bool from_output = kind_ == UnaryKind::Exp || kind_ == UnaryKind::Sqrt ||
+                             kind_ == UnaryKind::Relu || kind_ == UnaryKind::Sigmoid ||
+                             kind_ == UnaryKind::Tanh;
+    const Tensor x = from_output ? out : in[0];
     return {Gradient{
-        g.add_node(std::make_unique<UnaryGradOp>(kind_, alpha_), {in[0], out, dy}, out.shape())}};
+        g.add_node(std::make_unique<UnaryGradOp>(kind_, alpha_), {x, out, dy}, out.shape())}};
   }
 
  private:
