@@ -286,7 +286,7 @@ TEST_CASE("elementwise chains in a training step: the same gradients and updates
   for (std::size_t i = 0; i < 3; ++i) CHECK(fused.values[i] == plain.values[i]);
 }
 
-TEST_CASE("random elementwise graphs: fused and unfused give the same bits, in fewer commands") {
+TEST_CASE("random elementwise graphs: fused and unfused give the same values, in fewer commands") {
   // Graphs of 30 bounded elementwise ops over a [12, 5] input, a [5] variable,
   // a [12, 1] input and scalars, each op reading recent tensors, with random
   // fetches and a gradient: chains of every length, shared links, fetched
@@ -352,6 +352,12 @@ TEST_CASE("random elementwise graphs: fused and unfused give the same bits, in f
     const Outcome fused = run(g, fetches, feeds, true);
     INFO("commands: unfused " << plain.commands << ", fused " << fused.commands);
     CHECK(fused.commands < plain.commands);
-    for (std::size_t i = 0; i < fetches.size(); ++i) CHECK(fused.values[i] == plain.values[i]);
+    // Within rounding, not bit for bit: an op reading one tensor twice (x - x)
+    // lets the driver fold the rest of a fused chain at compile time, with its
+    // compiler's exp rather than the shader's.
+    for (std::size_t i = 0; i < fetches.size(); ++i) {
+      INFO("fetch '" << fetches[i].name() << "'");
+      CHECK(vkt::test::norm_relative(fused.values[i], plain.values[i]) < 1e-6);
+    }
   }
 }
