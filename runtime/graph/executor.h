@@ -38,9 +38,10 @@ struct ExecutorOptions {
   /// before each run.
   bool double_buffered_feeds = false;
   /// Record fused kernels where the program allows (the same values, fewer
-  /// dispatches): a small loss with its gradient (one kernel computes both),
-  /// and chains of elementwise ops whose intermediate results nothing else
-  /// reads (one kernel per chain; fused_program()).
+  /// dispatches): an op with an earlier one it absorbs (a small loss and its
+  /// gradient, a dense layer's dpre and bias gradient), and chains of
+  /// elementwise ops (one kernel per chain; fused_program()). Off, every op
+  /// records its own kernels (for comparisons).
   bool fuse = true;
   /// The sum over the model's replicas at each cross_replica_sum of the
   /// program (synchronized batch norm), called by run() on its own thread, in

@@ -15,7 +15,6 @@
 #include "kernel_util.h"
 #include "matmul.h"
 #include "matmul_tiles.h"
-#include "shape_ops.h"
 #include "texel_view.h"
 
 namespace vkt {
@@ -128,8 +127,6 @@ void record_pre_grad(RecordContext& ctx, Activation act, std::span<const Tensor>
                           {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(dpre), ctx.buffer(db)},
                           BiasGradPush{rows, n}, n);
 }
-
-class DensePreGradOp;
 
 /// dy * act'(y) summed over rows into the bias gradient; inputs (dy, y).
 class DenseBiasGradOp final : public Op {

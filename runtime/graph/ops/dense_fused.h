@@ -14,12 +14,11 @@ namespace vkt {
 bool fuses_activation(layers::Activation activation);
 
 /// How matmul_bias_act's gradient applies act'(y). Materialized: one pass
-/// writes dpre = dy * act'(y) and sums it into the bias gradient, then two
-/// plain matmuls (a bias variable's gradient, a view, then takes one small
-/// copy into the gradient arena). InMatmuls: the two matmuls form dpre as they
-/// load dy (never written) and one kernel sums the bias gradient: a dispatch
-/// fewer, but slower on lavapipe, where the extra texel fetch sits in the
-/// matmul's inner loop (docs/PERFORMANCE.md, "Fusion").
+/// (two ops the Executor fuses) writes dpre = dy * act'(y) and sums it into
+/// the bias gradient, then two plain matmuls. InMatmuls: the two matmuls form
+/// dpre as they load dy (never written) and one kernel sums the bias
+/// gradient: as many dispatches, but slower on lavapipe, where the extra
+/// texel fetch sits in the matmul's inner loop (docs/PERFORMANCE.md, "Fusion").
 enum class DenseBackward { Materialized, InMatmuls };
 
 /// act(x * w + bias) in one dispatch: x [M, K], w [K, N], bias [N] give [M, N].

@@ -82,8 +82,6 @@ const Kernel& loss_kernel(RecordContext& ctx, const char* shader, const LossPara
 /// dispatch, spread over many workgroups, is faster.
 constexpr std::int64_t kFusedLossElements = 16384;
 
-class LossOp;
-
 /// d(loss op)/d(one data input); inputs (data..., dy, weights?).
 class LossGradOp final : public Op {
  public:
