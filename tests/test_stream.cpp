@@ -187,3 +187,33 @@ TEST_CASE("a segmented stream signals each segment's ticket, in order, and times
   CHECK(b.download<float>() == eb);
   CHECK_THROWS_WITH(step.segment_ticket(3), Contains("segment 3"));
 }
+
+TEST_CASE("elapsed_ns between near and far timestamps: each interval, and their sum") {
+  vkt::Instance instance;
+  vkt::Device device(instance, 0);
+  if (!device.info().timestamps) return;
+  const std::uint32_t n = 4096;
+  vkt::Buffer a(device, n * sizeof(float)), b(device, n * sizeof(float));
+  a.upload(std::vector<float>(n, 1.0f));
+  b.upload(std::vector<float>(n, 0.0f));
+  const vkt::Kernel& saxpy = device.kernel({.shader = "saxpy", .local_size = {256, 1, 1}});
+  vkt::Stream stream(device);
+  // 40 timestamps: elapsed_ns reads those fewer than 16 apart together, the
+  // others one by one, and a range of them across two query pools of 64.
+  for (int i = 0; i < 40; ++i) {
+    stream.timestamp();
+    stream.dispatch(saxpy, {a, b}, SaxpyParams{1.0f, n}, vkt::Stream::groups_for(saxpy, n));
+  }
+  for (int i = 0; i < 50; ++i) stream.timestamp();
+  stream.submit().wait();
+  double sum = 0;
+  for (std::size_t i = 0; i + 1 < 40; ++i) {
+    const double step = stream.elapsed_ns(i, i + 1);
+    CHECK(step >= 0.0);
+    sum += step;
+  }
+  CHECK(stream.elapsed_ns(0, 39) == Approx(sum).epsilon(1e-9));  // far: two reads
+  CHECK(stream.elapsed_ns(39, 0) == -stream.elapsed_ns(0, 39));
+  CHECK(stream.elapsed_ns(30, 35) == -stream.elapsed_ns(35, 30));  // near: one read
+  CHECK(stream.elapsed_ns(60, 70) >= 0.0);                         // across two pools
+}

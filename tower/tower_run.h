@@ -124,7 +124,10 @@ class TowerRun {
     double slowest_tower = 0;
     double step = 0;  ///< the whole train_step
   };
-  const StepTimes& last_step_times() const { return times_; }
+  /// The last step's times. The towers' device times are read back when first
+  /// asked after a step (a read is a trip to the device, which a step that no
+  /// one times should not pay), so ask before the next step starts.
+  const StepTimes& last_step_times() const;
   /// Times a host thread blocked on the device so far: the thread that calls
   /// train_step, and the towers' threads while handing gradients over.
   struct HostWaits {
@@ -301,8 +304,7 @@ class TowerRun {
   std::vector<int> gradient_bucket_;
   int buckets_ = 1;
   std::uint64_t step_thread_waits_ = 0;
-  std::vector<double> tower_ms_;  // per tower, the last run's device time
-  bool prefed_ = false;           // the next step's batch is in the towers' feed buffers
+  bool prefed_ = false;  // the next step's batch is in the towers' feed buffers
   // RoundRobin: one share of the variables per device.
   struct Share {
     std::unique_ptr<Instance> instance;
@@ -324,7 +326,8 @@ class TowerRun {
   void copy_state(std::vector<Ticket>& arrived);
   /// True for a variable that a state update of tower 0 writes.
   bool is_state_variable(const std::string& name) const;
-  StepTimes times_;
+  mutable StepTimes times_;
+  mutable bool slowest_unread_ = false;  // times_.slowest_tower is not read back yet
   Mode mode_ = Mode::Train;
   // Eval: per metric, per accumulator, the sums so far; and the loss.
   std::map<std::string, std::vector<std::vector<double>>> sums_;

@@ -122,9 +122,7 @@ std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBa
     }
     ticket.wait();
     done[static_cast<std::size_t>(i)] = ticket;
-    tower_ms_[static_cast<std::size_t>(i)] = t.executor->device_ms().value_or(0.0);
   };
-  tower_ms_.resize(static_cast<std::size_t>(n));
   if (replica_sum_) replica_sum_->reset();
   try {
     if (threads_) {
@@ -146,6 +144,17 @@ std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBa
   }
   prefed_ = !next_shards.empty();
   return done;
+}
+
+const TowerRun::StepTimes& TowerRun::last_step_times() const {
+  if (slowest_unread_) {
+    times_.slowest_tower = 0;
+    for (const Tower& t : towers_) {
+      times_.slowest_tower = std::max(times_.slowest_tower, t.executor->device_ms().value_or(0.0));
+    }
+    slowest_unread_ = false;
+  }
+  return times_;
 }
 
 void TowerRun::check_batch(const HostBatch& shard) const {
@@ -224,7 +233,7 @@ void TowerRun::train(const HostBatch& features, const HostBatch& labels,
   step_completed_ = false;
   const Clock::time_point towers_done = Clock::now();
   times_ = {ms(start, towers_done), 0, 0, 0};
-  times_.slowest_tower = *std::max_element(tower_ms_.begin(), tower_ms_.end());
+  slowest_unread_ = true;
   const auto finish = [&] { times_.step = ms(start, Clock::now()); };
   if (!exchanges()) {
     step_completed_ = true;

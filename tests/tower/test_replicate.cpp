@@ -325,3 +325,15 @@ TEST_CASE("a replicated run saves and restores: 10 + restart + 10 steps equal 20
   }
   std::remove(path.c_str());
 }
+
+TEST_CASE("last_step_times: the slowest tower's device time, read back when asked") {
+  Run run(scalar_model, towers(2, vkt::LossReduction::Sum));
+  run.step({1, 2}, {5, 6});
+  const vkt::TowerRun::StepTimes& times = run.spec.run->last_step_times();
+  const double slowest = times.slowest_tower;
+  CHECK(slowest > 0.0);  // lavapipe has timestamp queries
+  CHECK(slowest <= times.step);
+  CHECK(run.spec.run->last_step_times().slowest_tower == slowest);  // read once
+  run.step({1, 2}, {5, 6});
+  CHECK(run.spec.run->last_step_times().slowest_tower > 0.0);
+}
