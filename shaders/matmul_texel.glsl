@@ -1,4 +1,4 @@
-// C[M,N] = op(A)[M,K] * op(B)[K,N], the matmul variant for lavapipe (LAVAPIPE.md),
+// C[M,N] = op(A)[M,K] * op(B)[K,N], the matmul variant for lavapipe,
 // included by shaders/matmul_texel_r<RM>c<RN4>.comp after they define RM (rows
 // per block: 8 or 16) and RN4 (column texels per lane: 1, 2 or 4).
 //

@@ -58,7 +58,7 @@ TEST_CASE("Instance lists at least one usable device with the fields a compute u
   }
 }
 
-TEST_CASE("lavapipe is recognised with the properties LAVAPIPE.md measured") {
+TEST_CASE("lavapipe is recognised with its measured properties") {
   vkt::Instance instance;
   const vkt::DeviceInfo* lavapipe = nullptr;
   for (const vkt::DeviceInfo& d : instance.devices()) {

@@ -10,8 +10,8 @@
 
 namespace vkt {
 
-/// How the towers' losses (and so their gradients) combine; DESIGN.md "The
-/// contract". Sum: summed. Mean and SumByNonzeroWeights: each tower's loss is
+/// How the towers' losses (and so their gradients) combine (README, "The
+/// scalar example"). Sum: summed. Mean and SumByNonzeroWeights: each tower's loss is
 /// scaled by 1/N before its gradients are taken, so the sums are averages.
 /// None is rejected: with several towers a reduction is required.
 enum class LossReduction { None, Sum, Mean, SumByNonzeroWeights };

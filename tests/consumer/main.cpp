@@ -1,5 +1,5 @@
 // Builds against an installed vktower: lists the Vulkan devices, then trains
-// DESIGN.md's scalar example one step (c = 10, SGD with learning rate 1,
+// the README's scalar example one step (c = 10, SGD with learning rate 1,
 // loss = sum |y - x c| with x = y = [[1], [2]]): c must become 7, on one
 // graph and again through the Estimator on two towers (Sum).
 #include <vktower/runtime/mpi/process_group.h>

@@ -153,7 +153,7 @@ TEST_CASE("each optimizer matches its formula over 100 steps of random gradients
   }
 }
 
-TEST_CASE("the scalar example of DESIGN.md on one device: c goes from 10 to 7") {
+TEST_CASE("the README's scalar example on one device: c goes from 10 to 7") {
   vkt::Graph g(vkt::test::shared_device());
   const Tensor c = g.variable("c", {}, vkt::Initializer::constant(10.0f));
   const Tensor x = g.input("x", {2, 1});

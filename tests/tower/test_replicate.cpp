@@ -1,4 +1,4 @@
-// replicate_model_fn: DESIGN.md's numbers, N towers against 1, and the errors.
+// replicate_model_fn: the scalar example's numbers (README), N towers against 1, and the errors.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -27,7 +27,7 @@ using vkt::Tensor;
 
 namespace {
 
-// DESIGN.md's scalar model: predictions = features * c, loss = sum |labels - predictions|.
+// The README's scalar model: predictions = features * c, loss = sum |labels - predictions|.
 vkt::EstimatorSpec scalar_model(vkt::ModelContext& ctx, const vkt::TensorDict& features,
                                 const vkt::TensorDict& labels, vkt::Mode mode, const vkt::Params&) {
   const Tensor c = ctx.graph().variable("c", {}, vkt::Initializer::constant(10.0f));
@@ -58,7 +58,8 @@ vkt::ReplicateOptions towers(int n, vkt::LossReduction reduction) {
 
 }  // namespace
 
-TEST_CASE("DESIGN.md's numbers on two towers: Sum, Mean, and two steps", "[device-matrix]") {
+TEST_CASE("the scalar example's numbers on two towers: Sum, Mean, and two steps",
+          "[device-matrix]") {
   SECTION("Sum: loss 27, c becomes 7") {
     Run run(scalar_model, towers(2, vkt::LossReduction::Sum));
     CHECK(run.spec.run->towers() == 2);
@@ -97,8 +98,9 @@ TEST_CASE("DESIGN.md's numbers on two towers: Sum, Mean, and two steps", "[devic
   }
 }
 
-TEST_CASE("Mirrored variables give DESIGN.md's numbers, each tower updating its own replica",
-          "[device-matrix]") {
+TEST_CASE(
+    "Mirrored variables give the scalar example's numbers, each tower updating its own replica",
+    "[device-matrix]") {
   Run run(scalar_model, {.loss_reduction = vkt::LossReduction::Sum,
                          .devices = {0, 0},
                          .variable_mode = vkt::VariableMode::Mirrored});
@@ -115,8 +117,9 @@ TEST_CASE("Mirrored variables give DESIGN.md's numbers, each tower updating its 
   }
 }
 
-TEST_CASE("RoundRobin variables give DESIGN.md's numbers, each variable on its owner's device",
-          "[device-matrix]") {
+TEST_CASE(
+    "RoundRobin variables give the scalar example's numbers, each variable on its owner's device",
+    "[device-matrix]") {
   const auto two_variables = [](vkt::ModelContext& ctx, const vkt::TensorDict& f,
                                 const vkt::TensorDict& l, vkt::Mode mode, const vkt::Params&) {
     vkt::Graph& g = ctx.graph();
