@@ -19,6 +19,7 @@ layout(std430, binding = 2) readonly buffer DY { float dy[]; };
 layout(std430, binding = 3) readonly buffer W { float w[]; };
 layout(std430, binding = 4) writeonly buffer DX { float dx[]; };
 
+#define LOSS_WRITES_DX
 #include "losses.glsl"
 
 void main() {
@@ -26,20 +27,5 @@ void main() {
   if (i >= n) return;
   float g = dy[i * dy_step] * scale;
   if (HAS_W) g *= weight_of(i);
-  if (OP == SPARSE_XENT) {
-    uint base = i * classes;
-    int label = int(z_bits[i]);
-    if (!label_ok(label)) {
-      for (uint k = 0; k < classes; ++k) dx[base + k] = quiet_nan();
-      return;
-    }
-    vec2 ml = row_logsumexp(i);
-    for (uint k = 0; k < classes; ++k) {
-      float p = exp(x[base + k] - ml.x - ml.y);
-      dx[base + k] = g * (k == uint(label) ? p - 1.0 : p);
-    }
-    return;
-  }
-  float z = OP == IDENTITY ? 0.0 : uintBitsToFloat(z_bits[i]);
-  dx[i] = g * pointwise_grad(OP, WRT_LABELS, z, x[i]);
+  write_loss_grad(OP, i, g, WRT_LABELS);  // the loss itself is not needed here
 }

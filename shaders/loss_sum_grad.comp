@@ -17,30 +17,10 @@ layout(std430, binding = 3) readonly buffer W { float w[]; };
 layout(std430, binding = 4) writeonly buffer Out { float o[]; };
 layout(std430, binding = 5) writeonly buffer DX { float dx[]; };
 
+#define LOSS_WRITES_DX
 #include "losses.glsl"
 
 shared float partial[64];
-
-// Element i's unweighted loss; writes its gradient g * d loss / d x.
-float loss_and_grad(uint i, float g) {
-  if (OP == SPARSE_XENT) {
-    uint base = i * classes;
-    int label = int(z_bits[i]);
-    if (!label_ok(label)) {
-      for (uint k = 0; k < classes; ++k) dx[base + k] = quiet_nan();
-      return quiet_nan();
-    }
-    vec2 ml = row_logsumexp(i);
-    for (uint k = 0; k < classes; ++k) {
-      float p = exp(x[base + k] - ml.x - ml.y);
-      dx[base + k] = g * (k == uint(label) ? p - 1.0 : p);
-    }
-    return ml.y - (x[base + uint(label)] - ml.x);
-  }
-  float z = OP == IDENTITY ? 0.0 : uintBitsToFloat(z_bits[i]);
-  dx[i] = g * pointwise_grad(OP, false, z, x[i]);
-  return loss_at(OP, i);
-}
 
 void main() {
   uint t = gl_LocalInvocationID.x;
@@ -48,7 +28,7 @@ void main() {
   float acc = 0.0;
   for (uint i = t; i < n; i += 64) {
     float wi = HAS_W ? weight_of(i) : 1.0;
-    float l = loss_and_grad(i, HAS_W ? g0 * wi : g0);
+    float l = write_loss_grad(OP, i, HAS_W ? g0 * wi : g0, false);
     acc += HAS_W ? wi * l : l;
   }
   partial[t] = acc;

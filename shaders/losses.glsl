@@ -1,5 +1,6 @@
-// Shared by loss_values.comp, loss_sum.comp and loss_grad.comp; the codes are
-// LossKind in runtime/graph/ops/losses.cpp. Include after the buffers
+// Shared by loss_values.comp, loss_sum.comp, loss_grad.comp and
+// loss_sum_grad.comp; the codes are LossKind in runtime/graph/ops/losses.cpp.
+// Include after the buffers
 // Z { uint z_bits[]; }, X { float x[]; } and W { float w[]; }: z_bits holds f32
 // labels as bits, or i32 class labels for SPARSE_XENT.
 
@@ -91,3 +92,29 @@ float loss_at(uint op, uint i) {
   if (op == IDENTITY) return x[i];
   return pointwise_loss(op, uintBitsToFloat(z_bits[i]), x[i]);
 }
+
+#ifdef LOSS_WRITES_DX
+// Writes the gradient of element i (a row of logits for SPARSE_XENT) scaled
+// by g into dx (a buffer DX { float dx[]; } the includer declares), wrt the
+// prediction or, with wrt_labels, an f32 label; returns the element's
+// unweighted loss (the row's logsumexp serves both).
+float write_loss_grad(uint op, uint i, float g, bool wrt_labels) {
+  if (op == SPARSE_XENT) {
+    uint base = i * classes;
+    int label = int(z_bits[i]);
+    if (!label_ok(label)) {
+      for (uint k = 0; k < classes; ++k) dx[base + k] = quiet_nan();
+      return quiet_nan();
+    }
+    vec2 ml = row_logsumexp(i);
+    for (uint k = 0; k < classes; ++k) {
+      float p = exp(x[base + k] - ml.x - ml.y);
+      dx[base + k] = g * (k == uint(label) ? p - 1.0 : p);
+    }
+    return ml.y - (x[base + uint(label)] - ml.x);
+  }
+  float z = op == IDENTITY ? 0.0 : uintBitsToFloat(z_bits[i]);
+  dx[i] = g * pointwise_grad(op, wrt_labels, z, x[i]);
+  return loss_at(op, i);
+}
+#endif

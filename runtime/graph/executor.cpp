@@ -9,7 +9,6 @@
 
 #include "../vulkan/device.h"
 #include "../vulkan/error.h"
-#include "ops/elementwise_chain.h"
 
 namespace vkt {
 
@@ -116,19 +115,7 @@ void Executor::plan(const std::vector<int>& order) {
     }
   }
   for (const Tensor& f : fetches_) touched.insert(f.id());
-  // A fused group runs at its last node's position: what its other nodes read
-  // and write lives until then.
-  for (int pos = 0; pos < static_cast<int>(order.size()); ++pos) {
-    const auto group = fused_.groups.find(order[pos]);
-    if (group == fused_.groups.end()) continue;
-    for (int member : group->second.nodes) {
-      const Node& node = g.nodes()[member];
-      for (const Tensor& t : node.inputs) last_use[t.id()] = std::max(last_use[t.id()], pos);
-      if (!group->second.chain) {
-        last_use[node.output.id()] = std::max(last_use[node.output.id()], pos);
-      }
-    }
-  }
+  fused_.extend_lifetimes(g, last_use);
   // Most ops bind a tensor whole: one past the device's storage-buffer range can
   // run only as the input of an op that binds windows of it (Op::windows_input).
   const std::uint64_t limit = g.device().max_storage_buffer_range();
@@ -327,25 +314,6 @@ void Executor::record(const std::vector<int>& order) {
                              : end < 0                    ? 0
                                                           : stream_.segment_count() - 1);
   }
-}
-
-void Executor::record_node(RecordContext& ctx, int index) {
-  const Node& node = graph_->nodes()[index];
-  recording_node_ = index;
-  const auto recorder = fused_.recorded_by.find(index);
-  if (recorder == fused_.recorded_by.end()) {
-    node.op->record(ctx, node.inputs, node.output);
-    return;
-  }
-  if (recorder->second != index) return;  // its group's last node records it
-  const FusedProgram::Group& group = fused_.groups.at(index);
-  if (!group.chain) {
-    node.op->record_fused(ctx, graph_->nodes()[group.nodes.front()], node.inputs, node.output);
-    return;
-  }
-  std::vector<const Node*> chain;
-  for (int member : group.nodes) chain.push_back(&graph_->nodes()[member]);
-  ops_detail::record_elementwise_chain(ctx, chain, group.stored);
 }
 
 Buffer& Executor::arena(Place::Arena a) {

@@ -77,6 +77,11 @@ struct FusedProgram {
   std::map<int, Group> groups;     ///< by the node that records the group
   std::map<int, int> recorded_by;  ///< every grouped node -> the node recording its group
 
+  /// Raises `last_use` (tensor id -> position in `order` of its last reader)
+  /// to each group's recording position for what its nodes read, and for an
+  /// absorbed op's output too (written there).
+  void extend_lifetimes(const Graph& graph, std::map<int, int>& last_use) const;
+
   /// True for a link of a chain, before its last, that nothing else reads: its
   /// output is never written (it needs no memory).
   bool unwritten(int node) const {

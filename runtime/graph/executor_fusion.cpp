@@ -1,10 +1,11 @@
 // Which ops of a program the Executor records together (ExecutorOptions::fuse):
 // an op that absorbs an earlier one (a loss's gradient its loss), and chains
-// of elementwise ops. Each dispatch saved is about half a submit round trip on
-// lavapipe, more than a small kernel's work.
+// of elementwise ops, and how the Executor records them. Each dispatch saved is about half a submit
+// round trip on lavapipe, more than a small kernel's work.
 #include <algorithm>
 #include <set>
 
+#include "../vulkan/error.h"
 #include "executor.h"
 #include "ops/elementwise_chain.h"
 
@@ -120,6 +121,43 @@ FusedProgram fused_program(const Graph& graph, std::vector<int> order,
   fuse_absorbing(graph, p);
   fuse_chains(graph, fetches, p);
   return p;
+}
+
+void Op::record_fused(RecordContext&, const Node&, std::span<const Tensor>, const Tensor&) const {
+  throw Error("internal: " + type() + " absorbs an op but records no fused kernel");
+}
+
+void FusedProgram::extend_lifetimes(const Graph& graph, std::map<int, int>& last_use) const {
+  for (int pos = 0; pos < static_cast<int>(order.size()); ++pos) {
+    const auto group = groups.find(order[pos]);
+    if (group == groups.end()) continue;
+    for (int member : group->second.nodes) {
+      const Node& node = graph.nodes()[member];
+      for (const Tensor& t : node.inputs) last_use[t.id()] = std::max(last_use[t.id()], pos);
+      if (!group->second.chain) {
+        last_use[node.output.id()] = std::max(last_use[node.output.id()], pos);
+      }
+    }
+  }
+}
+
+void Executor::record_node(RecordContext& ctx, int index) {
+  const Node& node = graph_->nodes()[index];
+  recording_node_ = index;
+  const auto recorder = fused_.recorded_by.find(index);
+  if (recorder == fused_.recorded_by.end()) {
+    node.op->record(ctx, node.inputs, node.output);
+    return;
+  }
+  if (recorder->second != index) return;  // its group's last node records it
+  const FusedProgram::Group& group = fused_.groups.at(index);
+  if (!group.chain) {
+    node.op->record_fused(ctx, graph_->nodes()[group.nodes.front()], node.inputs, node.output);
+    return;
+  }
+  std::vector<const Node*> chain;
+  for (int member : group.nodes) chain.push_back(&graph_->nodes()[member]);
+  ops_detail::record_elementwise_chain(ctx, chain, group.stored);
 }
 
 }  // namespace vkt

@@ -118,7 +118,7 @@ class Op {
   }
   /// Records `output` and the output of `earlier` (an op absorbs() accepted).
   virtual void record_fused(RecordContext& /*ctx*/, const Node& /*earlier*/,
-                            std::span<const Tensor> /*inputs*/, const Tensor& /*output*/) const {}
+                            std::span<const Tensor> /*inputs*/, const Tensor& /*output*/) const;
 
   /// Size of the parameter block the host rewrites before every run (learning
   /// rate at this step, bias corrections, ...): values that change per step
