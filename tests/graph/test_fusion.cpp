@@ -161,7 +161,7 @@ TEST_CASE("the fused sparse softmax cross-entropy against a double-precision ref
   CHECK(vkt::test::norm_relative(got_grad, want_grad) < 1e-5);
 }
 
-TEST_CASE("a loss of up to 16384 gradient elements fuses; past that it runs as two kernels") {
+TEST_CASE("a loss of up to 16384 gradient elements fuses, past that it runs as two kernels") {
   const auto saved = [](std::int64_t rows, std::int64_t classes) {
     vkt::Graph g(vkt::test::shared_device());
     const Tensor x = g.variable("x", {rows, classes}, Initializer::uniform(-1.0f, 1.0f));
