@@ -235,10 +235,8 @@ int main(int argc, char** argv) {
       if (sweep_tiles) vkt::bench::sweep_tiled_shapes(device, sweep_sizes, reps);
     }
     if (ratio_1024) fmt::print("\nmatmul_1024_ratio_vs_openblas={:.3f}\n", *ratio_1024);
-    for (const int size : {1024, 4096}) {
-      if (fraction_of_peak.contains(size)) {
-        fmt::print("matmul_{}_fraction_of_peak={:.3f}\n", size, fraction_of_peak.at(size));
-      }
+    for (const auto& [size, fraction] : fraction_of_peak) {
+      fmt::print("matmul_{}_fraction_of_peak={:.3f}\n", size, fraction);
     }
     return 0;
   } catch (const vkt::Error& e) {

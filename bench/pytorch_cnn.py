@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """vkt-bench-cnn's reference: the CNN of vkt-mnist (samples/vkt_mnist/mnist_model.h)
-trained by PyTorch on the CPU, on random batches, timed over `--steps` steps after
+trained by PyTorch on the CPU (or, with `--device cuda`, the GPU), on random batches, timed over `--steps` steps after
 a warm-up. vkt-bench-cnn runs it with OMP_WAIT_POLICY=PASSIVE (so that PyTorch's
 OpenMP pool and OpenBLAS's threads do not spin against each other on 2 cores)
 and reads the `key=value` lines it prints."""
 
 import argparse
 import os
+import sys
 import time
 
 from torch_blas import openblas_core
@@ -40,18 +41,28 @@ def main():
     parser.add_argument("--stride", type=int, default=2, help="the first convolution's stride")
     parser.add_argument("--first-pool", action="store_true", help="a max pool after the first")
     parser.add_argument("--dense", type=int, default=128)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     args = parser.parse_args()
     args.conv1, args.conv2 = (int(v) for v in args.filters.split(","))
     args.kernel1, args.kernel2 = (int(v) for v in args.kernels.split(","))
 
     import torch  # after argparse: --help works without torch
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("pytorch_cnn.py: --device cuda, but torch.cuda.is_available() is false "
+              "(a CPU-only torch build, or no GPU here)", file=sys.stderr)
+        sys.exit(2)
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
-    net = model(torch, args, 10)
+    device = torch.device(args.device)
+    net = model(torch, args, 10).to(device)
     adam = torch.optim.Adam(net.parameters(), lr=1e-3)
     loss_fn = torch.nn.CrossEntropyLoss()
-    x = torch.rand(args.batch, 1, 28, 28)
-    y = torch.randint(0, 10, (args.batch,))
+    x = torch.rand(args.batch, 1, 28, 28, device=device)
+    y = torch.randint(0, 10, (args.batch,), device=device)
+
+    def sync():
+        if args.device == "cuda":
+            torch.cuda.synchronize()
 
     def step():
         adam.zero_grad()
@@ -62,11 +73,16 @@ def main():
 
     for _ in range(args.warmup):
         step()
+    sync()
     start = time.perf_counter()
     for _ in range(args.steps):
         step()
+    sync()
     seconds = time.perf_counter() - start
     print(f"torch_version={torch.__version__}")
+    print(f"torch_device={args.device}")
+    if args.device == "cuda":
+        print(f"torch_gpu={torch.cuda.get_device_name(0)}")
     print(f"torch_threads={torch.get_num_threads()}")
     print(f"omp_wait_policy={os.environ.get('OMP_WAIT_POLICY', 'unset')}")
     print(f"openblas_coretype_env={os.environ.get('OPENBLAS_CORETYPE', 'unset')}")

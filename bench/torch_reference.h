@@ -30,6 +30,16 @@ inline std::optional<std::string> torch_python() {
   return std::nullopt;
 }
 
+/// The path of a reference script in bench/: under $VKT_SOURCE_DIR/bench where
+/// that is set (a bundle unpacked away from the checkout, scripts/gpu-report.sh),
+/// else in the source tree the bench was built from (`built_dir`).
+inline std::string bench_script(const char* built_dir, const std::string& name) {
+  if (const char* env = std::getenv("VKT_SOURCE_DIR"); env != nullptr && *env != '\0') {
+    return fmt::format("{}/bench/{}", env, name);
+  }
+  return fmt::format("{}/{}", built_dir, name);
+}
+
 /// Runs `script` (a path) with `args` under `python` with OMP_WAIT_POLICY=PASSIVE
 /// (so that PyTorch's OpenMP threads do not spin against the other side's);
 /// its key=value lines, or nothing when it failed or printed no

@@ -146,6 +146,8 @@ int main(int argc, char** argv) {
                    r.examples_per_s / results.front().second.examples_per_s);
         fmt::print("exposed_exchange_share_2_towers{}={:.3f}\n", staged ? "_staged" : "",
                    r.exposed_ms / r.step_ms);
+        fmt::print("host_waits_per_step_2_towers{}={:.1f}\n", staged ? "_staged" : "",
+                   r.step_thread_waits + r.tower_thread_waits);
       }
     }
     return 0;

@@ -240,8 +240,8 @@ std::optional<std::map<std::string, std::string>> run_pytorch(const std::string&
       "--batch {} --optimizer {} --steps {} "
       "--threads 2 --device {}",
       kBatch, optimizer, flags.torch_steps, device);
-  return vkt::bench::run_torch_script(python, fmt::format("{}/pytorch_mlp.py", VKT_BENCH_DIR),
-                                      args);
+  return vkt::bench::run_torch_script(
+      python, vkt::bench::bench_script(VKT_BENCH_DIR, "pytorch_mlp.py"), args);
 }
 
 std::string cpu_model() {
@@ -265,7 +265,8 @@ std::optional<std::map<std::string, std::string>> pytorch_rate(const Flags& flag
   }
   const auto torch = run_pytorch(*python, flags, optimizer, device);
   if (!torch) {
-    fmt::print("  pytorch: {}/pytorch_mlp.py failed (its output is above)\n", VKT_BENCH_DIR);
+    fmt::print("  pytorch: {} failed (its output is above)\n",
+               vkt::bench::bench_script(VKT_BENCH_DIR, "pytorch_mlp.py"));
     return std::nullopt;
   }
   std::string line;

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -18,6 +19,32 @@
 #include <vktower/runtime/vulkan/error.h>
 
 namespace vkt::test {
+
+/// The checkout's root: $VKT_SOURCE_DIR where set (a bundle unpacked on a
+/// machine without the checkout, scripts/gpu-report.sh), else the source tree
+/// this binary was built from.
+inline std::filesystem::path source_dir() {
+  if (const char* env = std::getenv("VKT_SOURCE_DIR"); env != nullptr && *env != '\0') return env;
+  return VKT_SOURCE_DIR;
+}
+
+/// samples/data under source_dir().
+inline std::filesystem::path samples_data_dir() {
+  return source_dir() / "samples" / "data";
+}
+
+/// A program built beside the test binary (found beside it when the binaries
+/// were moved together), else at the path the build gave it.
+inline std::filesystem::path sibling_program(const char* built_path) {
+  const std::filesystem::path built(built_path);
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const std::filesystem::path beside = self.parent_path() / built.filename();
+    if (std::filesystem::exists(beside, ec)) return beside;
+  }
+  return built;
+}
 
 inline std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float lo = -1.0f,
                                         float hi = 1.0f) {

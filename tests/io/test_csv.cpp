@@ -14,7 +14,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-const std::string kData = VKT_SAMPLES_DATA_DIR;
+const std::string kData = vkt::test::samples_data_dir().string();
 
 std::string temp_file(const std::string& name, const std::string& text) {
   const std::string path = "/tmp/vkt_test_" + name;

@@ -18,7 +18,8 @@ namespace {
 
 vkt::Dataset iris() {
   return vkt::Dataset::from_csv(
-      vkt::read_csv(std::string(VKT_SAMPLES_DATA_DIR) + "/iris.csv", {.skip_lines = 1}), true);
+      vkt::read_csv((vkt::test::samples_data_dir() / "iris.csv").string(), {.skip_lines = 1}),
+      true);
 }
 
 }  // namespace

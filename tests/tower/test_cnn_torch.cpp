@@ -147,9 +147,7 @@ TEST_CASE("a CNN with batch norm trained by Adam on 1 tower matches PyTorch in f
     losses.push_back(spec.run->loss());
   }
 
-  const std::filesystem::path script =
-      std::filesystem::path(VKT_SAMPLES_DATA_DIR).parent_path().parent_path() / "tests" /
-      "torch_cnn_reference.py";
+  const std::filesystem::path script = vkt::test::source_dir() / "tests" / "torch_cnn_reference.py";
   const std::string command = "'" + *python + "' '" + script.string() + "' '" + dir.path.string() +
                               "' " + std::to_string(kSteps);
   INFO(command);

@@ -35,7 +35,7 @@ pid_t start_child(const std::string& model_dir, const std::string& log) {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  std::string program = VKT_RESUME_CHILD;
+  std::string program = vkt::test::sibling_program(VKT_RESUME_CHILD).string();
   std::string dir = model_dir, steps = kSteps;
   char* argv[] = {program.data(), dir.data(), steps.data(), nullptr};
   pid_t pid = -1;
