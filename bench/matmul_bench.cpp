@@ -105,6 +105,13 @@ double kernel_seconds(vkt::Device& device, vkt::Executor& step, int reps) {
     }
     times.push_back(ms * 1e-3);
   }
+  // Where a slow step's device time goes, command by command.
+  if (std::vector<double> sorted = times; sorted[sorted.size() / 2] > 2e-3) {
+    for (const auto& command : step.profile()) {
+      fmt::print("    command {:<18} op {:<16} {:8.3f} ms\n", command.kernel, command.op,
+                 command.ms);
+    }
+  }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
 }
@@ -232,7 +239,7 @@ int main(int argc, char** argv) {
         }
       }
       ::unsetenv("VKT_MATMUL_VARIANT");
-      if (sweep_tiles) vkt::bench::sweep_tiled_shapes(device, sweep_sizes, reps);
+      if (sweep_tiles) vkt::bench::sweep_tiled_shapes(device, sweep_sizes, reps, roof.fma_gflops);
     }
     if (ratio_1024) fmt::print("\nmatmul_1024_ratio_vs_openblas={:.3f}\n", *ratio_1024);
     for (const auto& [size, fraction] : fraction_of_peak) {

@@ -72,8 +72,11 @@ inline TiledSweepResult time_tiled_shape(Device& device, const TiledShape& shape
 }
 
 /// Times every candidate that fits `device` at each size, prints a line per
-/// shape and the best one per size; returns the best at the last size.
-inline TiledShape sweep_tiled_shapes(Device& device, const std::vector<int>& sizes, int reps) {
+/// shape and the best one per size (with `roof` GFLOP/s, also
+/// `matmul_N_kernel_fraction_of_peak`: the kernel alone, dispatched directly);
+/// returns the best at the last size.
+inline TiledShape sweep_tiled_shapes(Device& device, const std::vector<int>& sizes, int reps,
+                                     double roof = 0) {
   TiledShape best_shape = default_tiled_shape(device);
   for (int size : sizes) {
     const auto n = static_cast<std::uint32_t>(size);
@@ -92,6 +95,7 @@ inline TiledShape sweep_tiled_shapes(Device& device, const std::vector<int>& siz
     }
     fmt::print("  best at {}^3: {} {:.1f} GF/s\n", n, best_shape.str(), best);
     fmt::print("tiled_best_{}={} gflops={:.1f}\n", n, best_shape.str(), best);
+    if (roof > 0) fmt::print("matmul_{}_kernel_fraction_of_peak={:.3f}\n", n, best / roof);
   }
   return best_shape;
 }

@@ -55,11 +55,11 @@ inline double seconds_since_process_start() {
   return kernel >= since_init && kernel <= since_init + 1.0 ? kernel : since_init;
 }
 
-/// Times the training steps themselves: begin() comes after the model is
-/// built (shader pipelines, first uploads), so examples/s is the steady rate.
-/// The first begin() also marks the start-up's end: process start to the first
-/// training step; the first after_step(), that step's end (on lavapipe the
-/// shaders' machine code is compiled there, at the first dispatch).
+/// Times the training steps themselves, after the first: begin() comes after
+/// the model is built, but the first step still compiles (lavapipe) or
+/// uploads what the rest reuse, so examples/s is the steady rate of the steps
+/// after it; that step's time shows in first_step_s. The first begin() marks
+/// the start-up's end (process start to the first training step).
 class Throughput : public vkt::TrainingHook {
  public:
   using Clock = std::chrono::steady_clock;
@@ -68,22 +68,35 @@ class Throughput : public vkt::TrainingHook {
     start_ = Clock::now();
   }
   void after_step(std::uint64_t, float) override {
-    if (first_step_s_ < 0) first_step_s_ = seconds_since_process_start();
+    if (first_step_s_ < 0) {
+      first_step_s_ = seconds_since_process_start();
+      first_step_seconds_ = seconds_since(start_);
+      start_ = Clock::now();  // the steady rate starts here
+      return;
+    }
     ++steps_;
   }
-  void end() override { seconds_ = std::chrono::duration<double>(Clock::now() - start_).count(); }
-  double steps_per_s() const { return seconds_ > 0 ? static_cast<double>(steps_) / seconds_ : 0; }
+  void end() override { seconds_ += seconds_since(start_); }
+  /// Steps per second after the first (the first alone when it was the only one).
+  double steps_per_s() const {
+    if (steps_ > 0 && seconds_ > 0) return static_cast<double>(steps_) / seconds_;
+    return first_step_seconds_ > 0 ? 1.0 / first_step_seconds_ : 0;
+  }
   /// Seconds from process start to the first training step; -1 before it.
   double startup_s() const { return startup_s_; }
   /// Seconds from process start to the end of the first training step; -1 before it.
   double first_step_s() const { return first_step_s_; }
 
  private:
+  static double seconds_since(Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  }
   Clock::time_point start_;
   std::uint64_t steps_ = 0;
   double seconds_ = 0;
   double startup_s_ = -1;
   double first_step_s_ = -1;
+  double first_step_seconds_ = -1;
 };
 
 /// The report's start-up line: `startup_s=S first_step_s=F`, process start to

@@ -10,6 +10,9 @@
 # every bench at GPU sizes, towers 1, 2 and 4 on the one GPU, the samples, and
 # PyTorch CUDA references of the same models where python3 imports torch.
 # --short: small sizes and a few tests (about a minute on lavapipe; CI runs it).
+# VKT_REPORT_SKIP="startup runtime ..." skips those steps (a rerun on less
+# device time); VKT_REPORT_JOBS test cases run at a time (default 6);
+# VKT_REPORT_BUDGET_S (default 460) is when the suite stops starting cases.
 set -uo pipefail
 
 short=0
@@ -83,6 +86,10 @@ say() { echo "$*" | tee -a "$md"; }
 step() {
   local name=$1 limit=$2
   shift 2
+  if [[ " ${VKT_REPORT_SKIP:-} " == *" $name "* ]]; then
+    say "- \`$name\`: skipped (VKT_REPORT_SKIP)"
+    return 0
+  fi
   local t0=$SECONDS rc=0
   timeout -k 5 "$limit" "$@" >"$logs/$name.log" 2>&1 || rc=$?
   grep -E '^[a-z][a-z0-9_]*=[^ ]+$' "$logs/$name.log" >>"$figures"

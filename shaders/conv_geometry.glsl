@@ -11,6 +11,12 @@
 // defines CONV_CONST_DIVISORS and declares them as specialization constants:
 // lavapipe divides by a run-time value one lane at a time, while a division by
 // a constant becomes a multiply and a shift, and the k loop divides at every step.
+// CONV_GROUP: the group this workgroup works on (the tiled kernel's z also
+// counts split-K slices, matmul_tiled.glsl).
+#ifndef CONV_GROUP
+#define CONV_GROUP gl_WorkGroupID.z
+#endif
+
 #ifndef CONV_CONST_DIVISORS
 #define CONV_DIV_IN_H in_h
 #define CONV_DIV_IN_W in_w
@@ -65,10 +71,10 @@ int dy_tap(ivec3 win, ivec3 t) {
 
 // Element index into x (or dy) of channel t.z of this group at `pixel`, -1 kept.
 int x_element(int pixel, ivec3 t) {
-  return pixel < 0 ? -1 : pixel * int(in_c) + int(gl_WorkGroupID.z * group_c) + t.z;
+  return pixel < 0 ? -1 : pixel * int(in_c) + int(CONV_GROUP * group_c) + t.z;
 }
 int dy_element(int pixel, ivec3 t) {
-  return pixel < 0 ? -1 : pixel * int(out_c) + int(gl_WorkGroupID.z * group_o) + t.z;
+  return pixel < 0 ? -1 : pixel * int(out_c) + int(CONV_GROUP * group_o) + t.z;
 }
 
 // op(A)[m, k] as an element index of A, -1 for a 0 (padding).
@@ -88,7 +94,7 @@ int a_index(uint m, uint k) {
 // op(B)[k, n] as an element index of B: the filter's rows (0), the filter read
 // as [taps * Og, Cg] (1), dy's rows (2).
 uint b_index(uint k, uint n) {
-  uint z = gl_WorkGroupID.z;
+  uint z = CONV_GROUP;
   if (CONV_MODE == 1u) {
     ivec3 t = split_tap(k, CONV_DIV_GROUP_O);
     return ((uint(t.x) * k_w + uint(t.y)) * group_c + n) * out_c + z * group_o + uint(t.z);
@@ -97,6 +103,6 @@ uint b_index(uint k, uint n) {
 }
 
 uint c_at(uint m, uint n) {
-  uint z = gl_WorkGroupID.z;
+  uint z = CONV_GROUP;
   return CONV_MODE == 1u ? m * in_c + z * group_c + n : m * out_c + z * group_o + n;
 }

@@ -7,6 +7,7 @@
 #define MATMUL_CUSTOM_OPERANDS
 #define MATMUL_EXTRA_PARAMS uint a_last, b_last; CONV_PARAMS
 #include "matmul_tiled.glsl"
+#define CONV_GROUP mm_group()
 
 layout(constant_id = 9) const uint CONV_MODE = 0u;
 

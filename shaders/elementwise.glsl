@@ -2,6 +2,17 @@
 // elementwise_chain.comp. The codes are UnaryKind (runtime/graph/ops/unary.cpp)
 // and BinaryKind (binary.cpp); a fused chain numbers binary ops from 32.
 // Include after activations.glsl.
+//
+// The arithmetic ops compute `precise` values (SPIR-V NoContraction): a fused
+// chain puts one op's multiply next to the next op's add, and a driver that
+// contracts them into one fma (NVIDIA's does) would round differently from the
+// same ops run one kernel each; the fused and unfused paths must give the same
+// bits.
+#define EXACT(e)           \
+  {                        \
+    precise float r_ = (e); \
+    return r_;             \
+  }
 
 // Unary op `op` of v; alpha is its parameter (leaky_relu slope, elu alpha, pow
 // exponent).
@@ -12,11 +23,11 @@ float unary_op(uint op, float v, float alpha) {
     case 2: return exp(v);
     case 3: return log(v);
     case 4: return sqrt(v);
-    case 5: return v * v;
+    case 5: EXACT(v * v)
     case 6: return power(v, alpha);
     case 7: return max(v, 0.0);
-    case 8: return v >= 0.0 ? v : alpha * v;
-    case 9: return v > 0.0 ? v : alpha * (exp(v) - 1.0);
+    case 8: EXACT(v >= 0.0 ? v : alpha * v)
+    case 9: EXACT(v > 0.0 ? v : alpha * (exp(v) - 1.0))
     case 10: return gelu_tanh(v);
     case 11: return sigmoid(v);
     case 12: return stable_tanh(v);
@@ -30,16 +41,16 @@ float unary_op(uint op, float v, float alpha) {
 // Binary op `op` of x and y.
 float binary_op(uint op, float x, float y) {
   switch (op) {
-    case 0: return x + y;
-    case 1: return x - y;
-    case 2: return x * y;
-    case 3: return x / y;
+    case 0: EXACT(x + y)
+    case 1: EXACT(x - y)
+    case 2: EXACT(x * y)
+    case 3: EXACT(x / y)
     case 4: return max(x, y);
     case 5: return min(x, y);
     case 6: return x >= y ? 1.0 : 0.0;
     case 7: return x == y ? 1.0 : 0.0;
     case 8: return x != y ? 1.0 : 0.0;
-    case 9: return y == 0.0 ? 0.0 : x / y;
+    case 9: EXACT(y == 0.0 ? 0.0 : x / y)
     case 10: return x > y ? 1.0 : 0.0;
     default: return x;  // 11: broadcast a
   }

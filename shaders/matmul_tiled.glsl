@@ -27,6 +27,15 @@ layout(constant_id = 8) const bool TRANS_B = false;
 // after them, so memory latency hides behind arithmetic and one barrier per
 // slab does. (Ids 9-14 are left to the files that include this one.)
 layout(constant_id = 15) const bool PREFETCH = false;
+// Split-K: SLICES > 1 splits k into slices KSLICE long (any length: a slab
+// that crosses a slice's end is staged with 0 past it), the
+// workgroups' z = group * SLICES + slice. Each slice's sums go to its own copy
+// of C (slice * the size of C + the element's index, no epilogue), summed in
+// slice order afterwards (sum_slices.comp), so a product whose output tiles
+// are too few to fill the device still runs on all of it, with fixed bits.
+layout(constant_id = 16) const uint SLICES = 1u;
+layout(constant_id = 17) const uint KSLICE = 0u;
+uint mm_group() { return gl_WorkGroupID.z / SLICES; }
 
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 layout(std430, binding = 1) readonly buffer B { float b[]; };
@@ -76,13 +85,13 @@ uint c_index(uint m, uint n) { return m * N + n; }
     uint i = tid + j * THREADS;                       \
     uint kk = TRANS_A ? i / BM : i % BK;              \
     uint mm = TRANS_A ? i % BM : i / BK;              \
-    pa[j] = i < BK * BM ? a_at(m0 + mm, (k) + kk) : 0.0; \
+    pa[j] = i < BK * BM && (k) + kk < kend ? a_at(m0 + mm, (k) + kk) : 0.0; \
   }                                                   \
   for (uint j = 0u; j < B_PER; ++j) {                 \
     uint i = tid + j * THREADS;                       \
     uint kk = TRANS_B ? i % BK : i / BN;              \
     uint nn = TRANS_B ? i / BK : i % BN;              \
-    pb[j] = i < BK * BN ? b_at((k) + kk, n0 + nn) : 0.0; \
+    pb[j] = i < BK * BN && (k) + kk < kend ? b_at((k) + kk, n0 + nn) : 0.0; \
   }
 #define STORE_SLAB(slab)                                               \
   for (uint j = 0u; j < A_PER; ++j) {                                  \
@@ -109,14 +118,17 @@ void main() {
   vec4 ra[TM4], rb[TN4];
   float pa[A_PER], pb[B_PER];
 
+  uint slice = gl_WorkGroupID.z % SLICES;
+  uint kbeg = SLICES > 1u ? slice * KSLICE : 0u;
+  uint kend = SLICES > 1u ? min(K, kbeg + KSLICE) : K;
   if (PREFETCH) {
-    LOAD_SLAB(0u)
+    LOAD_SLAB(kbeg)
     STORE_SLAB(0u)
     barrier();
   }
-  for (uint k0 = 0u; k0 < K; k0 += BK) {
-    uint cur = PREFETCH ? (k0 / BK) & 1u : 0u;
-    bool next = PREFETCH && k0 + BK < K;
+  for (uint k0 = kbeg; k0 < kend; k0 += BK) {
+    uint cur = PREFETCH ? ((k0 - kbeg) / BK) & 1u : 0u;
+    bool next = PREFETCH && k0 + BK < kend;
     if (next) {
       LOAD_SLAB(k0 + BK)
     }
@@ -146,7 +158,13 @@ void main() {
       for (uint j4 = 0u; j4 < TN4; ++j4) {
         for (uint q = 0u; q < 4u; ++q) {
           uint n = n0 + (j4 * LX + tx) * 4u + q;
-          if (n < N) c[c_index(m, n)] = MATMUL_EPILOGUE(m, n, acc[(i4 * 4u + r) * TN4 + j4][q]);
+          if (n >= N) continue;
+          float v = acc[(i4 * 4u + r) * TN4 + j4][q];
+          if (SLICES > 1u) {
+            c[slice * M * N * (gl_NumWorkGroups.z / SLICES) + c_index(m, n)] = v;
+          } else {
+            c[c_index(m, n)] = MATMUL_EPILOGUE(m, n, v);
+          }
         }
       }
     }

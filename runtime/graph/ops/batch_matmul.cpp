@@ -89,7 +89,7 @@ class BatchMatmulOp final : public Op {
   }
 
   void record_tiled(RecordContext& ctx, BufferRange a, BufferRange b, BufferRange c, Dims d) const {
-    const TiledShape t = tiled_shape(ctx.device());
+    const TiledShape t = tiled_shape_for(ctx.device(), d.m, d.n, d.batch);
     std::vector<SpecConstant> constants = t.constants();
     constants.push_back(SpecConstant::u32(7, ta_));
     constants.push_back(SpecConstant::u32(8, tb_));

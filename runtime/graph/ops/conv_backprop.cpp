@@ -5,6 +5,8 @@
 #include "../../vulkan/error.h"
 #include "../graph.h"
 #include "conv_gemm.h"
+#include "matmul.h"
+#include "sum_slices.h"
 
 namespace vkt::conv_detail {
 namespace {
@@ -33,13 +35,18 @@ class Conv2dBackpropInputOp final : public Op {
   ConvGeometry g_;
 };
 
+/// The filter gradient; with a KSplit, its partial sums [slices, filter...],
+/// which sum_slices adds up.
 class Conv2dBackpropFilterOp final : public Op {
  public:
-  explicit Conv2dBackpropFilterOp(const ConvGeometry& g) : g_(g) {}
-  std::string type() const override { return "conv2d_backprop_filter"; }
+  explicit Conv2dBackpropFilterOp(const ConvGeometry& g, KSplit split = {})
+      : g_(g), split_(split) {}
+  std::string type() const override {
+    return split_.split() ? "conv2d_backprop_filter_split_k" : "conv2d_backprop_filter";
+  }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     record_conv_gemm(ctx, ConvGemm::BackpropFilter, g_, ctx.buffer(in[0]), ctx.buffer(in[1]),
-                     ctx.buffer(out));
+                     ctx.buffer(out), split_);
   }
   std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor&,
                                  const Tensor&) const override {
@@ -48,6 +55,7 @@ class Conv2dBackpropFilterOp final : public Op {
 
  private:
   ConvGeometry g_;
+  KSplit split_;
 };
 
 }  // namespace
@@ -59,8 +67,22 @@ Tensor conv2d_backprop_input(const Tensor& dy, const Tensor& filter, const ConvG
 }
 
 Tensor conv2d_backprop_filter(const Tensor& x, const Tensor& dy, const ConvGeometry& g) {
-  return x.graph().add_node(std::make_unique<Conv2dBackpropFilterOp>(g), {x, dy},
-                            Shape{g.k_h, g.k_w, g.group_c(), g.out_c});
+  Graph& graph = x.graph();
+  const Shape filter{g.k_h, g.k_w, g.group_c(), g.out_c};
+  // A filter gradient sums over every pixel of the batch into a small filter:
+  // split-K gives it the whole device (the tiled kernel; texel: none).
+  if (const KSplit split = split_conv_gemm(ConvGemm::BackpropFilter, g);
+      split.split() && matmul_variant(graph.device()) == MatmulVariant::Tiled) {
+    const Tensor partials =
+        graph.add_node(std::make_unique<Conv2dBackpropFilterOp>(g, split), {x, dy},
+                       Shape{split.slices, g.k_h * g.k_w, g.group_c(), g.out_c});
+    return ops_detail::sum_slices(
+        partials, {x, dy}, filter,
+        [](std::span<const Tensor>, const Tensor&) -> std::vector<Gradient> {
+          no_second_derivative("conv2d_backprop_filter");
+        });
+  }
+  return graph.add_node(std::make_unique<Conv2dBackpropFilterOp>(g), {x, dy}, filter);
 }
 
 }  // namespace vkt::conv_detail

@@ -99,16 +99,21 @@ void record_texel(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g, Gemm
 
 void record_tiled(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g, GemmShape s,
                   const ConvPush& push, const BufferRange& a, const BufferRange& b,
-                  const BufferRange& c) {
+                  const BufferRange& c, const KSplit& split) {
   // matmul's tiles; the filter gradient stages A along m, which are
   // consecutive channels of x.
-  const TiledShape t = tiled_shape(ctx.device());
+  const TiledShape t =
+      tiled_shape_for(ctx.device(), u32(s.m), u32(s.n), u32(g.groups) * split.slices);
   std::vector<SpecConstant> constants = t.constants();
   constants.push_back(SpecConstant::u32(7, gemm == ConvGemm::BackpropFilter));
   constants.push_back(SpecConstant::u32(9, static_cast<std::uint32_t>(gemm)));
+  if (split.split()) {
+    for (const SpecConstant& sc : split.constants()) constants.push_back(sc);
+  }
   const Kernel& kernel = ctx.device().kernel(
       {.shader = "conv_tiled", .local_size = t.local_size(), .constants = constants});
-  ctx.stream().dispatch(kernel, {a, b, c}, push, t.groups(u32(s.m), u32(s.n), u32(g.groups)));
+  ctx.stream().dispatch(kernel, {a, b, c}, push,
+                        t.groups(u32(s.m), u32(s.n), u32(g.groups) * split.slices));
 }
 
 }  // namespace
@@ -118,8 +123,14 @@ std::string ConvGeometry::str() const {
                      dil_h, dil_w, groups);
 }
 
+KSplit split_conv_gemm(ConvGemm gemm, const ConvGeometry& g) {
+  const GemmShape s = gemm_shape(gemm, g);
+  return split_k(s.m, s.n * g.groups, s.k);
+}
+
 void record_conv_gemm(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g,
-                      const BufferRange& a, const BufferRange& b, const BufferRange& c) {
+                      const BufferRange& a, const BufferRange& b, const BufferRange& c,
+                      const KSplit& split) {
   const GemmShape s = gemm_shape(gemm, g);
   const ConvPush push{.m = u32(s.m),
                       .n = u32(s.n),
@@ -142,12 +153,12 @@ void record_conv_gemm(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g,
                       .dil_w = i32(g.dil_w),
                       .pad_top = i32(g.pad_top),
                       .pad_left = i32(g.pad_left)};
-  if (matmul_variant(ctx.device()) == MatmulVariant::Texel) {
+  if (!split.split() && matmul_variant(ctx.device()) == MatmulVariant::Texel) {
     const auto ta = matmul_detail::texel_view(ctx.device(), a);
     const auto tb = matmul_detail::texel_view(ctx.device(), b);
     if (ta && tb) return record_texel(ctx, gemm, g, s, push, *ta, *tb, c);
   }
-  record_tiled(ctx, gemm, g, s, push, a, b, c);
+  record_tiled(ctx, gemm, g, s, push, a, b, c, split);
 }
 
 }  // namespace vkt::conv_detail

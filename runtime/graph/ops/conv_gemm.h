@@ -8,6 +8,7 @@
 
 #include "../op.h"
 #include "../tensor.h"
+#include "matmul_tiles.h"
 
 namespace vkt::conv_detail {
 
@@ -35,8 +36,15 @@ enum class ConvGemm : std::uint32_t { Forward = 0, BackpropInput = 1, BackpropFi
 
 /// Records `gemm` with `a` and `b` its operands (x and filter, dy and filter, x
 /// and dy) into `c`, with the texel or the tiled kernel as matmul_variant() says.
+/// With a KSplit (the tiled kernel only), `c` receives the partial sums, one
+/// copy of the output per slice of k.
 void record_conv_gemm(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g,
-                      const BufferRange& a, const BufferRange& b, const BufferRange& c);
+                      const BufferRange& a, const BufferRange& b, const BufferRange& c,
+                      const KSplit& split = {});
+
+/// The split of `gemm`'s k on the tiled kernel (split_k over the whole output,
+/// every group's columns together).
+KSplit split_conv_gemm(ConvGemm gemm, const ConvGeometry& g);
 
 /// The gradients of conv2d as ops of their own (conv_backprop.cpp): dx from dy
 /// [batch, out_h, out_w, out_c] and the filter; dfilter from x and dy.

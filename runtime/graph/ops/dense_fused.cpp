@@ -96,7 +96,7 @@ struct FusedProduct {
   }
 
   void record_tiled(RecordContext& ctx) const {
-    const TiledShape t = tiled_shape(ctx.device());
+    const TiledShape t = tiled_shape_for(ctx.device(), m, n);
     std::vector<SpecConstant> constants = t.constants();
     constants.push_back(SpecConstant::u32(7, ta));
     constants.push_back(SpecConstant::u32(8, tb));

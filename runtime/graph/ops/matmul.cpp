@@ -17,6 +17,7 @@
 #include "elementwise_chain.h"
 #include "kernel_util.h"
 #include "matmul_tiles.h"
+#include "sum_slices.h"
 
 namespace vkt {
 namespace {
@@ -67,17 +68,21 @@ using matmul_detail::kTexelLanes;
 using matmul_detail::texel_block;
 using matmul_detail::texel_view;
 
+/// C = op(A) op(B); with a KSplit, its partial sums [slices, m, n], which
+/// sum_slices adds up (the split's node carries the gradient, this one none).
 class MatmulOp final : public Op {
  public:
-  MatmulOp(bool transpose_a, bool transpose_b) : ta_(transpose_a), tb_(transpose_b) {}
-  std::string type() const override { return "matmul"; }
+  MatmulOp(bool transpose_a, bool transpose_b, KSplit split = {})
+      : ta_(transpose_a), tb_(transpose_b), split_(split) {}
+  std::string type() const override { return split_.split() ? "matmul_split_k" : "matmul"; }
 
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
-    const auto m = static_cast<std::uint32_t>(out.shape()[0]);
-    const auto n = static_cast<std::uint32_t>(out.shape()[1]);
+    const int rank = out.shape().rank();
+    const auto m = static_cast<std::uint32_t>(out.shape()[rank - 2]);
+    const auto n = static_cast<std::uint32_t>(out.shape()[rank - 1]);
     const auto k = static_cast<std::uint32_t>(in[0].shape()[ta_ ? 0 : 1]);
     const BufferRange a = ctx.buffer(in[0]), b = ctx.buffer(in[1]), c = ctx.buffer(out);
-    if (matmul_variant(ctx.device()) == MatmulVariant::Texel) {
+    if (!split_.split() && matmul_variant(ctx.device()) == MatmulVariant::Texel) {
       const auto ta = texel_view(ctx.device(), a), tb = texel_view(ctx.device(), b);
       if (ta && tb) return record_texel(ctx, *ta, *tb, c, m, n, k);
     }
@@ -86,6 +91,9 @@ class MatmulOp final : public Op {
 
   std::vector<Gradient> gradient(std::span<const Tensor> in, const Tensor&,
                                  const Tensor& dy) const override {
+    if (split_.split()) {
+      throw Error("matmul_split_k: its gradient belongs to the sum_slices node after it");
+    }
     return matmul_detail::matmul_gradients(in[0], in[1], dy, ta_, tb_);
   }
 
@@ -108,16 +116,20 @@ class MatmulOp final : public Op {
 
   void record_tiled(RecordContext& ctx, BufferRange a, BufferRange b, BufferRange c,
                     std::uint32_t m, std::uint32_t n, std::uint32_t k) const {
-    const TiledShape t = tiled_shape(ctx.device());
+    const TiledShape t = tiled_shape_for(ctx.device(), m, n, split_.slices);
     std::vector<SpecConstant> constants = t.constants();
     constants.push_back(SpecConstant::u32(7, ta_));
     constants.push_back(SpecConstant::u32(8, tb_));
+    if (split_.split()) {
+      for (const SpecConstant& c : split_.constants()) constants.push_back(c);
+    }
     const Kernel& kernel = ctx.device().kernel(
         {.shader = "matmul_tiled", .local_size = t.local_size(), .constants = constants});
-    ctx.stream().dispatch(kernel, {a, b, c}, TiledPush{m, n, k}, t.groups(m, n));
+    ctx.stream().dispatch(kernel, {a, b, c}, TiledPush{m, n, k}, t.groups(m, n, split_.slices));
   }
 
   bool ta_, tb_;
+  KSplit split_;
 };
 
 struct BiasPush {
@@ -211,8 +223,22 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
                     what, a.shape().str(), transpose_a ? "^T" : "", b.shape().str(),
                     transpose_b ? "^T" : "", ka, kb));
   }
-  return a.graph().add_node(std::make_unique<MatmulOp>(transpose_a, transpose_b), {a, b},
-                            Shape{m, n});
+  Graph& graph = a.graph();
+  // Few output tiles over a long k (weight gradients, tall-skinny products):
+  // split-K, so that the product runs on the whole device.
+  if (const KSplit split = split_k(m, n, ka);
+      split.split() && matmul_variant(graph.device()) == MatmulVariant::Tiled) {
+    const Tensor partials =
+        graph.add_node(std::make_unique<MatmulOp>(transpose_a, transpose_b, split), {a, b},
+                       Shape{split.slices, m, n});
+    return ops_detail::sum_slices(
+        partials, {a, b}, Shape{m, n},
+        [transpose_a, transpose_b](std::span<const Tensor> operands, const Tensor& dy) {
+          return matmul_detail::matmul_gradients(operands[0], operands[1], dy, transpose_a,
+                                                 transpose_b);
+        });
+  }
+  return graph.add_node(std::make_unique<MatmulOp>(transpose_a, transpose_b), {a, b}, Shape{m, n});
 }
 
 Tensor bias_add(const Tensor& x, const Tensor& bias) {

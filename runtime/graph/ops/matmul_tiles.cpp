@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "../../vulkan/detail/log.h"
 #include "../../vulkan/device.h"
 
@@ -10,6 +12,23 @@ namespace vkt {
 std::vector<SpecConstant> TiledShape::constants() const {
   return {SpecConstant::u32(2, bm), SpecConstant::u32(3, bn), SpecConstant::u32(4, bk),
           SpecConstant::u32(5, tm), SpecConstant::u32(6, tn), SpecConstant::u32(15, prefetch)};
+}
+
+std::vector<SpecConstant> KSplit::constants() const {
+  return {SpecConstant::u32(16, slices), SpecConstant::u32(17, kslice)};
+}
+
+KSplit split_k(std::int64_t m, std::int64_t n, std::int64_t k) {
+  constexpr std::int64_t kTargetTiles = 256, kMinSlice = 128, kMaxSlices = 256, kAlign = 64;
+  const std::int64_t tiles = ((m + 63) / 64) * ((n + 63) / 64);
+  if (tiles >= kTargetTiles || k < 2 * kMinSlice) return {};
+  const std::int64_t wanted =
+      std::min({(kTargetTiles + tiles - 1) / tiles, k / kMinSlice, kMaxSlices});
+  if (wanted < 2) return {};
+  const std::int64_t kslice = ((k + wanted - 1) / wanted + kAlign - 1) / kAlign * kAlign;
+  const std::int64_t slices = (k + kslice - 1) / kslice;
+  if (slices < 2) return {};
+  return {static_cast<std::uint32_t>(slices), static_cast<std::uint32_t>(kslice)};
 }
 
 std::optional<TiledShape> TiledShape::from_values(const std::vector<std::uint32_t>& v) {
@@ -78,6 +97,18 @@ std::optional<TiledShape> stored_tiled_shape(Device& device) {
       "ignored",
       kTiledShapeKey, values->size(), device.info().name);
   return std::nullopt;
+}
+
+TiledShape tiled_shape_for(Device& device, std::uint32_t m, std::uint32_t n, std::uint32_t z) {
+  constexpr std::uint64_t kFewGroups = 128;
+  constexpr TiledShape kSmall{64, 64, 8, 4, 4};
+  const TiledShape tuned = tiled_shape(device);
+  const Groups g = tuned.groups(m, n, z);
+  if (std::uint64_t{g[0]} * g[1] * g[2] >= kFewGroups ||
+      tuned.bm * tuned.bn <= kSmall.bm * kSmall.bn || !tiled_shape_fits(device, kSmall)) {
+    return tuned;
+  }
+  return kSmall;
 }
 
 TiledShape tiled_shape(Device& device) {

@@ -44,6 +44,26 @@ struct TiledShape {
   bool operator==(const TiledShape&) const = default;
 };
 
+/// How the tiled kernel splits a product's k (split-K, matmul_tiled.glsl's
+/// SLICES and KSLICE): `slices` partial products over consecutive slices of k,
+/// `kslice` long, summed in slice order afterwards (sum_slices). One slice is
+/// the plain product.
+struct KSplit {
+  std::uint32_t slices = 1, kslice = 0;
+
+  bool split() const { return slices > 1; }
+  /// Specialization constants 16 and 17 of the kernel.
+  std::vector<SpecConstant> constants() const;
+};
+
+/// The split of an m x n x k product on the tiled kernel: none where its
+/// output already covers 256 tiles of 64 x 64 (an H100's 132 multiprocessors
+/// twice over), else enough slices to make up that many, each at least 128
+/// deep, at most 256 of them. A function of the sizes alone, not of the
+/// device's tile shape, so every device that runs the tiled kernel sums in
+/// the same order (the split changes the bits, the tile shape does not).
+KSplit split_k(std::int64_t m, std::int64_t n, std::int64_t k);
+
 /// Whether `device` can run `shape`: the divisibility the kernel needs, at
 /// least 16 rows (conv2d splits its dispatches by that), the workgroup's
 /// invocations and shared memory within the device's limits.
@@ -71,6 +91,12 @@ std::optional<TiledShape> stored_tiled_shape(Device& device);
 /// tune_tiled_shape(), stored there. lavapipe is not tuned (its matmuls take
 /// the texel kernel) and gets default_tiled_shape().
 TiledShape tiled_shape(Device& device);
+
+/// The shape for one product of m x n outputs (z: batches, groups, slices):
+/// tiled_shape(), unless that leaves the product fewer than 128 workgroups,
+/// where 64 x 64 tiles (4 x 4 blocks, 8 deep) give it up to 4 times as many.
+/// Speed only: every shape sums in the same order.
+TiledShape tiled_shape_for(Device& device, std::uint32_t m, std::uint32_t n, std::uint32_t z = 1);
 
 /// Seconds of `dispatches` back-to-back products C[n,n] = A[n,n] * B[n,n]
 /// with `shape` (buffers of at least n * n floats), the fastest of `reps`

@@ -52,6 +52,16 @@ TiledShape tune_tiled_shape(Device& device, std::uint32_t size) {
   static std::mutex tuning;
   const std::lock_guard lock(tuning);
   if (const auto stored = stored_tiled_shape(device)) return *stored;
+  // Each operand is bound whole: on a device whose bindings are smaller
+  // (maxStorageBufferRange, or DeviceOptions narrowing it) tune on a smaller
+  // product, and below 256^3, which times nothing useful, not at all.
+  while (std::uint64_t{size} * size * sizeof(float) > device.max_storage_buffer_range() &&
+         size > 256) {
+    size /= 2;
+  }
+  if (std::uint64_t{size} * size * sizeof(float) > device.max_storage_buffer_range()) {
+    return default_tiled_shape(device);
+  }
   const std::size_t bytes = std::size_t{size} * size * sizeof(float);
   Buffer a(device, bytes), b(device, bytes), c(device, bytes);
   // Zeros cost the same arithmetic as any other values.
