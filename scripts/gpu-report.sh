@@ -92,7 +92,8 @@ step() {
   fi
   local t0=$SECONDS rc=0
   timeout -k 5 "$limit" "$@" >"$logs/$name.log" 2>&1 || rc=$?
-  grep -E '^[a-z][a-z0-9_]*=[^ ]+$' "$logs/$name.log" >>"$figures"
+  # FIGURE_SUFFIX (set for one call) keeps a second run of a bench apart.
+  grep -E '^[a-z][a-z0-9_]*=[^ ]+$' "$logs/$name.log" | sed "s/=/${FIGURE_SUFFIX:-}=/" >>"$figures"
   local what="exit $rc"
   [[ $rc == 124 || $rc == 137 ]] && what="stopped at its ${limit} s limit"
   say "- \`$name\`: $what, $((SECONDS - t0)) s"
@@ -147,7 +148,7 @@ else
   bench matmul 90 vkt-bench-matmul --sizes 1024,2048,4096 --reps 5 --slow-max 0 --sweep-tiles --sweep-sizes 4096
   bench train 60 vkt-bench-train --torch-device cuda --steps 50 --torch-steps 100
   bench cnn 60 vkt-bench-cnn --towers 1,2,4 --steps 50 --torch-steps 100 --torch-device cuda
-  bench cnn-256 60 vkt-bench-cnn --towers 1,2,4 --batch 256 --steps 30 --torch-steps 50 --torch-device cuda --no-kernels
+  FIGURE_SUFFIX=_batch256 bench cnn-256 60 vkt-bench-cnn --towers 1,2,4 --batch 256 --steps 30 --torch-steps 50 --torch-device cuda --no-kernels
   bench towers 60 vkt-bench-towers --towers 1,2,4 --steps 30 --paths staged
   bench step-overhead 40 vkt-bench-step-overhead
   bench optimizers 40 vkt-bench-optimizers --mib 256

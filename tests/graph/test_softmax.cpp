@@ -3,6 +3,7 @@
 // numerical stability and build-time errors.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <vktower/runtime/graph/ops/softmax.h>
@@ -51,9 +52,13 @@ TEST_CASE("softmax and log_softmax: forward and gradient against the CPU referen
   const SoftmaxCase c =
       GENERATE(SoftmaxCase{Shape{7, 33}, -1, 3.0}, SoftmaxCase{Shape{1, 5}, -1, 3.0},
                SoftmaxCase{Shape{127, 10}, 1, 3.0}, SoftmaxCase{Shape{9, 4}, 0, 3.0},  // first axis
-               SoftmaxCase{Shape{3, 5, 4}, 1, 3.0},   // middle axis
-               SoftmaxCase{Shape{6}, 0, 3.0},         // rank 1
-               SoftmaxCase{Shape{5, 12}, -1, 80.0});  // large logits
+               SoftmaxCase{Shape{3, 5, 4}, 1, 3.0},  // middle axis
+               SoftmaxCase{Shape{6}, 0, 3.0},        // rank 1
+               SoftmaxCase{Shape{5, 12}, -1, 80.0},  // large logits
+               // Rows of 32 and more: a workgroup per row (softmax_rows.comp),
+               // shorter than its 64 lanes, one more, and many times longer.
+               SoftmaxCase{Shape{2, 32}, -1, 3.0}, SoftmaxCase{Shape{5, 65}, -1, 3.0},
+               SoftmaxCase{Shape{3, 1000}, -1, 3.0}, SoftmaxCase{Shape{4, 300}, -1, 80.0});
   for (const bool log : {false, true}) {
     OpSpec spec{
         .name = fmt::format("{} {} axis {} logits +-{}", log ? "log_softmax" : "softmax",
@@ -93,6 +98,31 @@ TEST_CASE("the fused softmax backward kernels match their formulas built from op
   for (std::size_t i = 0; i < got.size(); ++i) {
     CHECK(got[i] == Approx(expected[i]).margin(1e-6));
     CHECK(got_log[i] == Approx(expected_log[i]).margin(1e-6));
+  }
+}
+
+TEST_CASE("softmax over long rows: the same bits every run and however the rows are split") {
+  // A row's result must not depend on which other rows share the dispatch:
+  // towers split a batch by rows, and 1 tower must match 2 bit for bit.
+  const std::vector<float> xv = vkt::test::random_floats(8 * 500, 17, -5.0f, 5.0f);
+  const auto run = [&](std::int64_t rows, bool log) {
+    vkt::Graph g(vkt::test::shared_device());
+    const Tensor x = g.input("x", {rows, 500});
+    const Tensor c =
+        g.constant({rows, 500}, std::vector<float>(xv.begin(), xv.begin() + rows * 500));
+    const Tensor y = log ? vkt::log_softmax(x) : vkt::softmax(x);
+    const Tensor dx = vkt::gradients(vkt::reduce_sum(y * c), {x})[0].dense;
+    vkt::Executor exec(g, {y, dx});
+    exec.feed("x", std::vector<float>(xv.begin(), xv.begin() + rows * 500));
+    exec.run();
+    return std::pair{exec.read(y), exec.read(dx)};
+  };
+  for (const bool log : {false, true}) {
+    INFO((log ? "log_softmax" : "softmax"));
+    const auto all = run(8, log), again = run(8, log), half = run(4, log);
+    CHECK(all == again);
+    CHECK(std::equal(half.first.begin(), half.first.end(), all.first.begin()));
+    CHECK(std::equal(half.second.begin(), half.second.end(), all.second.begin()));
   }
 }
 

@@ -27,6 +27,29 @@ RowPush rows_around(const Shape& shape, int axis) {
           static_cast<std::uint32_t>(inner)};
 }
 
+// Rows over the last axis at least this long take the row kernels
+// (softmax_rows*.comp: a workgroup of kRowLanes per row, a fixed tree).
+constexpr std::uint32_t kRowKernelLen = 32, kRowLanes = 64;
+
+struct RowsPush {
+  std::uint32_t rows, len;
+};
+
+bool row_kernel(const RowPush& p) {
+  return p.inner == 1 && p.len >= kRowKernelLen;
+}
+
+/// `shader` (softmax_rows or its gradient) with one workgroup per row.
+void dispatch_rows(RecordContext& ctx, const char* shader, SoftmaxKind kind, const RowPush& p,
+                   std::initializer_list<BufferRange> buffers) {
+  const Kernel& kernel =
+      ctx.device().kernel({.shader = shader,
+                           .local_size = {kRowLanes, 1, 1},
+                           .constants = {SpecConstant::u32(1, static_cast<std::uint32_t>(kind))}});
+  ops_detail::dispatch_1d(ctx, kernel, buffers, RowsPush{p.rows, p.len},
+                          std::int64_t{p.rows} * kRowLanes);
+}
+
 class SoftmaxGradOp final : public Op {
  public:
   SoftmaxGradOp(SoftmaxKind kind, int axis) : kind_(kind), axis_(axis) {}
@@ -35,6 +58,10 @@ class SoftmaxGradOp final : public Op {
   }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const RowPush push = rows_around(out.shape(), axis_);
+    if (row_kernel(push)) {
+      return dispatch_rows(ctx, "softmax_rows_grad", kind_, push,
+                           {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(out)});
+    }
     ops_detail::dispatch_1d(
         ctx, ops_detail::kernel_1d(ctx, "softmax_grad", static_cast<std::uint32_t>(kind_)),
         {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(out)}, push, push.rows);
@@ -57,6 +84,9 @@ class SoftmaxOp final : public Op {
   }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const RowPush push = rows_around(out.shape(), axis_);
+    if (row_kernel(push)) {
+      return dispatch_rows(ctx, "softmax_rows", kind_, push, {ctx.buffer(in[0]), ctx.buffer(out)});
+    }
     ops_detail::dispatch_1d(
         ctx, ops_detail::kernel_1d(ctx, "softmax", static_cast<std::uint32_t>(kind_)),
         {ctx.buffer(in[0]), ctx.buffer(out)}, push, push.rows);
