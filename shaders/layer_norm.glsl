@@ -9,6 +9,24 @@ layout(push_constant) uniform Params {
 
 // Two passes (mean, then the mean of squared deviations): the one-pass
 // E[x^2] - E[x]^2 loses every digit when the mean is large against the spread.
+#ifdef LAYER_NORM_ROWS
+// The row kernels (*_rows.comp): a workgroup of ROW_LANES per row, each lane
+// folding every ROW_LANES-th element, row_tree.glsl's fixed tree combining them.
+#include "row_tree.glsl"
+uint row_index() { return gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x; }
+void row_stats(uint base, out float mean, out float rstd) {
+  uint lane = gl_LocalInvocationID.x;
+  float s = 0.0;
+  for (uint k = lane; k < d; k += ROW_LANES) s += x[base + k];
+  mean = row_sum(s) / float(d);
+  float q = 0.0;
+  for (uint k = lane; k < d; k += ROW_LANES) {
+    float t = x[base + k] - mean;
+    q += t * t;
+  }
+  rstd = 1.0 / sqrt(row_sum(q) / float(d) + epsilon);
+}
+#else
 void row_stats(uint base, out float mean, out float rstd) {
   float s = 0.0;
   for (uint k = 0; k < d; ++k) s += x[base + k];
@@ -20,3 +38,4 @@ void row_stats(uint base, out float mean, out float rstd) {
   }
   rstd = 1.0 / sqrt(q / float(d) + epsilon);
 }
+#endif

@@ -4,6 +4,7 @@
 // build-time errors.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <vktower/runtime/graph/ops/layer_norm.h>
@@ -48,12 +49,17 @@ struct NormCase {
 
 TEST_CASE("layer_norm: forward and gradients to x, gamma and beta against the CPU reference",
           "[layer_norm]") {
-  const NormCase c = GENERATE(NormCase{Shape{5, 7}, -1, 1, 1e-5},     // odd width
-                              NormCase{Shape{2, 3, 6}, -1, 1, 1e-5},  // rank 3
-                              NormCase{Shape{2, 3, 1, 5}, -2, 2, 1e-5},
-                              NormCase{Shape{9}, -1, 1, 1e-5},         // one row
-                              NormCase{Shape{3, 50, 4}, -1, 1, 1e-5},  // 3 blocks of rows
-                              NormCase{Shape{4, 33}, 99, 101, 1e-3});  // a mean far from 0
+  const NormCase c = GENERATE(
+      NormCase{Shape{5, 7}, -1, 1, 1e-5},                                         // odd width
+      NormCase{Shape{2, 3, 6}, -1, 1, 1e-5},                                      // rank 3
+      NormCase{Shape{2, 3, 1, 5}, -2, 2, 1e-5}, NormCase{Shape{9}, -1, 1, 1e-5},  // one row
+      NormCase{Shape{3, 50, 4}, -1, 1, 1e-5},  // 3 blocks of rows
+      NormCase{Shape{4, 33}, 99, 101, 1e-3},   // a mean far from 0
+      // Rows of 32 and more: a workgroup per row
+      // (layer_norm_rows.comp), shorter than its 64
+      // lanes, one more, several times as long.
+      NormCase{Shape{3, 32}, -1, 1, 1e-5}, NormCase{Shape{2, 65}, -1, 1, 1e-5},
+      NormCase{Shape{70, 300}, -1, 1, 1e-5}, NormCase{Shape{2, 257}, 99, 101, 1e-3});
   const std::int64_t d = c.shape[c.shape.rank() - 1];
   const double epsilon = 1e-3;  // large enough to matter in the reference
   OpSpec spec{
@@ -71,6 +77,32 @@ TEST_CASE("layer_norm: forward and gradients to x, gamma and beta against the CP
       .forward_tolerance = c.forward_tolerance,
   };
   vkt::test::check_op(spec, 21);
+}
+
+TEST_CASE("layer_norm over long rows: the same bits every run and however the rows are split",
+          "[layer_norm]") {
+  // Towers split a batch by rows: a row's output and its dx must not depend on
+  // the rows beside it.
+  const std::int64_t d = 384;
+  const std::vector<float> xv = vkt::test::random_floats(6 * d, 5, -3.0f, 3.0f);
+  const std::vector<float> gv = vkt::test::random_floats(d, 6, 0.5f, 1.5f);
+  const auto run = [&](std::int64_t rows) {
+    vkt::Graph g(vkt::test::shared_device());
+    const Tensor x = g.input("x", {rows, d});
+    const Tensor gamma = g.constant({d}, gv);
+    const Tensor beta = g.constant({d}, std::vector<float>(static_cast<std::size_t>(d), 0.25f));
+    const Tensor c = g.constant({rows, d}, std::vector<float>(xv.rbegin(), xv.rbegin() + rows * d));
+    const Tensor y = vkt::layer_norm(x, gamma, beta);
+    const Tensor dx = vkt::gradients(vkt::reduce_sum(y * c), {x})[0].dense;
+    vkt::Executor exec(g, {y, dx});
+    exec.feed("x", std::vector<float>(xv.begin(), xv.begin() + rows * d));
+    exec.run();
+    return std::pair{exec.read(y), exec.read(dx)};
+  };
+  const auto all = run(6), again = run(6), half = run(3);
+  CHECK(all == again);
+  CHECK(std::equal(half.first.begin(), half.first.end(), all.first.begin()));
+  CHECK(std::equal(half.second.begin(), half.second.end(), all.second.begin()));
 }
 
 TEST_CASE("layers::layer_norm owns gamma (ones) and beta (zeros) and reuses them by name",

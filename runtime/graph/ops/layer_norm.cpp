@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <string>
 
 #include "../../vulkan/error.h"
 #include "../graph.h"
@@ -39,6 +40,24 @@ std::int64_t row_blocks(const NormPush& p) {
   return (std::int64_t{p.rows} + kBlockRows - 1) / kBlockRows;
 }
 
+// Rows at least this long take the row kernels (*_rows.comp: a workgroup of
+// kRowLanes per row, the sums by a fixed tree); shorter ones one invocation
+// per row. Forward and backward decide alike, so the statistics match.
+constexpr std::uint32_t kRowKernelLen = 32, kRowLanes = 64;
+
+/// `shader` (the row kernel's name when the rows are long) and its dispatch.
+struct RowDispatch {
+  std::string shader;
+  std::uint32_t local;
+  std::uint64_t invocations;
+};
+RowDispatch row_dispatch(const char* shader, const NormPush& p) {
+  if (p.d >= kRowKernelLen) {
+    return {std::string(shader) + "_rows", kRowLanes, std::uint64_t{p.rows} * kRowLanes};
+  }
+  return {shader, ops_detail::kLocalSize, p.rows};
+}
+
 // The OP codes of layer_norm_param_grad.comp.
 enum class ParamGrad : std::uint32_t { Gamma, Beta };
 
@@ -58,11 +77,12 @@ class NormGradOp final : public Op {
     std::vector<BufferRange> buffers;
     for (const Tensor& t : in) buffers.push_back(ctx.buffer(t));
     buffers.push_back(ctx.buffer(out));
+    const RowDispatch rows = row_dispatch(shader_, push);
     const Kernel& kernel =
         param_ ? ops_detail::kernel_1d(ctx, shader_, static_cast<std::uint32_t>(*param_))
-               : ctx.device().kernel(
-                     {.shader = shader_, .local_size = {ops_detail::kLocalSize, 1, 1}});
-    const auto n = static_cast<std::uint64_t>(param_ ? row_blocks(push) * push.d : push.rows);
+               : ctx.device().kernel({.shader = rows.shader, .local_size = {rows.local, 1, 1}});
+    const auto n =
+        param_ ? static_cast<std::uint64_t>(row_blocks(push) * push.d) : rows.invocations;
     ctx.stream().dispatch(kernel, buffers, std::as_bytes(std::span<const NormPush>(&push, 1)),
                           Stream::linear_groups(kernel, n));
   }
@@ -83,11 +103,11 @@ class LayerNormOp final : public Op {
   std::string type() const override { return "layer_norm"; }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const NormPush push = rows_of(in[0].shape(), epsilon_);
+    const RowDispatch rows = row_dispatch("layer_norm", push);
     ops_detail::dispatch_1d(
-        ctx,
-        ctx.device().kernel({.shader = "layer_norm", .local_size = {ops_detail::kLocalSize, 1, 1}}),
+        ctx, ctx.device().kernel({.shader = rows.shader, .local_size = {rows.local, 1, 1}}),
         {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(in[2]), ctx.buffer(out)}, push,
-        push.rows);
+        static_cast<std::int64_t>(rows.invocations));
   }
   // The statistics are computed again rather than kept by the forward kernel:
   // an op has one output, and an inference program should not pay for them.
