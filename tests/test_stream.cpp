@@ -217,3 +217,22 @@ TEST_CASE("elapsed_ns between near and far timestamps: each interval, and their 
   CHECK(stream.elapsed_ns(30, 35) == -stream.elapsed_ns(35, 30));  // near: one read
   CHECK(stream.elapsed_ns(60, 70) >= 0.0);                         // across two pools
 }
+
+TEST_CASE("the device counts every host wait on a submitted ticket, and nothing else") {
+  vkt::Instance instance;
+  vkt::Device device(instance, 0);
+  const std::uint32_t n = 1024;
+  vkt::Buffer bx(device, n * sizeof(float)), by(device, n * sizeof(float));
+  const vkt::Kernel& saxpy = device.kernel({.shader = "saxpy", .local_size = {256, 1, 1}});
+  vkt::Stream step(device);
+  step.dispatch(saxpy, {bx, by}, SaxpyParams{0.25f, n}, vkt::Stream::groups_for(saxpy, n));
+  const std::uint64_t before = device.host_waits();
+  vkt::Ticket last;
+  for (int i = 0; i < 5; ++i) last = step.submit();  // queued: no wait
+  CHECK(device.host_waits() == before);
+  last.wait();
+  last.wait();  // finished by now, but still a wait the host asked for
+  CHECK(device.host_waits() == before + 2);
+  vkt::Ticket().wait();  // nothing submitted: not a wait
+  CHECK(device.host_waits() == before + 2);
+}

@@ -133,6 +133,10 @@ class TowerRun {
   struct HostWaits {
     std::uint64_t step_thread = 0;
     std::uint64_t tower_threads = 0;
+    /// Every wait on any of the run's Devices, from any thread (Device::
+    /// host_waits()): the two above and what they leave out (the end of each
+    /// tower's step, the loss and metrics read back, evaluation).
+    std::uint64_t devices = 0;
   };
   HostWaits host_waits() const;
   /// Gradient buckets per step (1 with one tower).

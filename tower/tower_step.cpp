@@ -325,7 +325,10 @@ TowerRun::HostWaits TowerRun::host_waits() const {
   for (const Share& share : shares_) {
     for (const auto& copy : share.weights_back) waits.step_thread += copy->host_waits();
     if (share.reducer) waits.tower_threads += share.reducer->host_waits();
+    if (share.device) waits.devices += share.device->host_waits();
   }
+  for (const Tower& t : towers_) waits.devices += t.device->host_waits();
+  if (master_device_) waits.devices += master_device_->host_waits();
   return waits;
 }
 

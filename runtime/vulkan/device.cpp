@@ -317,6 +317,7 @@ Ticket Device::submit(QueueKind kind, std::span<const VkCommandBuffer> commands,
 
 void Device::wait(const Ticket& ticket) const {
   if (ticket.value == 0) return;
+  host_waits_.fetch_add(1, std::memory_order_relaxed);
   const VkSemaphore semaphore = queue(ticket.queue).timeline;
   VkSemaphoreWaitInfo info{};
   info.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO;

@@ -151,6 +151,10 @@ class Device {
   Ticket submit(QueueKind kind, std::span<const VkCommandBuffer> commands,
                 std::span<const Ticket> waits);
   void wait(const Ticket& ticket) const;
+  /// Host waits on this device so far: every wait() on a submitted ticket,
+  /// finished or not (a count that does not depend on timing), so a training
+  /// step's host stalls are counted where they all happen.
+  std::uint64_t host_waits() const { return host_waits_.load(std::memory_order_relaxed); }
   bool done(const Ticket& ticket) const;
 
   struct Allocation {
@@ -202,6 +206,7 @@ class Device {
   std::unique_ptr<PipelineBuilder> pipeline_builder_;
   std::mutex kernels_mutex_;
   std::map<std::string, std::unique_ptr<Kernel>> kernels_;
+  mutable std::atomic<std::uint64_t> host_waits_{0};
   std::atomic<std::uint64_t> allocations_{0};
   std::atomic<std::uint64_t> allocated_bytes_{0};
   std::atomic<std::uint64_t> created_[5] = {};  // by DeviceObject
