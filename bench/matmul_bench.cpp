@@ -105,15 +105,16 @@ double kernel_seconds(vkt::Device& device, vkt::Executor& step, int reps) {
     }
     times.push_back(ms * 1e-3);
   }
-  // Where a slow step's device time goes, command by command.
-  if (std::vector<double> sorted = times; sorted[sorted.size() / 2] > 2e-3) {
+  std::sort(times.begin(), times.end());
+  const double median = times[times.size() / 2];
+  // Where a slow step's device time goes, command by command (the last run's).
+  if (median > 2e-3) {
     for (const auto& command : step.profile()) {
       fmt::print("    command {:<18} op {:<16} {:8.3f} ms\n", command.kernel, command.op,
                  command.ms);
     }
   }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return median;
 }
 
 double vktower_seconds(vkt::Device& device, const Case& c, int reps) {

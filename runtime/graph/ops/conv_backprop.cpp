@@ -5,7 +5,6 @@
 #include "../../vulkan/error.h"
 #include "../graph.h"
 #include "conv_gemm.h"
-#include "matmul.h"
 #include "sum_slices.h"
 
 namespace vkt::conv_detail {
@@ -71,8 +70,8 @@ Tensor conv2d_backprop_filter(const Tensor& x, const Tensor& dy, const ConvGeome
   const Shape filter{g.k_h, g.k_w, g.group_c(), g.out_c};
   // A filter gradient sums over every pixel of the batch into a small filter:
   // split-K gives it the whole device (the tiled kernel; texel: none).
-  if (const KSplit split = split_conv_gemm(ConvGemm::BackpropFilter, g);
-      split.split() && matmul_variant(graph.device()) == MatmulVariant::Tiled) {
+  if (const KSplit split = split_conv_gemm(graph.device(), ConvGemm::BackpropFilter, g);
+      split.split()) {
     const Tensor partials =
         graph.add_node(std::make_unique<Conv2dBackpropFilterOp>(g, split), {x, dy},
                        Shape{split.slices, g.k_h * g.k_w, g.group_c(), g.out_c});

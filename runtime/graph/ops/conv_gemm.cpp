@@ -107,9 +107,7 @@ void record_tiled(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g, Gemm
   std::vector<SpecConstant> constants = t.constants();
   constants.push_back(SpecConstant::u32(7, gemm == ConvGemm::BackpropFilter));
   constants.push_back(SpecConstant::u32(9, static_cast<std::uint32_t>(gemm)));
-  if (split.split()) {
-    for (const SpecConstant& sc : split.constants()) constants.push_back(sc);
-  }
+  for (const SpecConstant& sc : split.constants()) constants.push_back(sc);
   const Kernel& kernel = ctx.device().kernel(
       {.shader = "conv_tiled", .local_size = t.local_size(), .constants = constants});
   ctx.stream().dispatch(kernel, {a, b, c}, push,
@@ -123,9 +121,9 @@ std::string ConvGeometry::str() const {
                      dil_h, dil_w, groups);
 }
 
-KSplit split_conv_gemm(ConvGemm gemm, const ConvGeometry& g) {
+KSplit split_conv_gemm(const Device& device, ConvGemm gemm, const ConvGeometry& g) {
   const GemmShape s = gemm_shape(gemm, g);
-  return split_k(s.m, s.n * g.groups, s.k);
+  return split_k(device, s.m, s.n * g.groups, s.k);
 }
 
 void record_conv_gemm(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g,

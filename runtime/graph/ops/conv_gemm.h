@@ -42,9 +42,9 @@ void record_conv_gemm(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g,
                       const BufferRange& a, const BufferRange& b, const BufferRange& c,
                       const KSplit& split = {});
 
-/// The split of `gemm`'s k on the tiled kernel (split_k over the whole output,
-/// every group's columns together).
-KSplit split_conv_gemm(ConvGemm gemm, const ConvGeometry& g);
+/// The split of `gemm`'s k on `device` (split_k over the whole output, every
+/// group's columns together; none on the texel kernel).
+KSplit split_conv_gemm(const Device& device, ConvGemm gemm, const ConvGeometry& g);
 
 /// The gradients of conv2d as ops of their own (conv_backprop.cpp): dx from dy
 /// [batch, out_h, out_w, out_c] and the filter; dfilter from x and dy.

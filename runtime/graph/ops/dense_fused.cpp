@@ -39,7 +39,6 @@ struct BiasGradPush {
   std::uint32_t rows, n;
 };
 
-constexpr std::uint32_t kRowLanes = 64;   // dense_bias_grad.comp's workgroup
 constexpr std::uint32_t kTreeRows = 256;  // reduce.cpp's kMinRows
 
 std::uint32_t last_texel(const BufferRange& r) {
@@ -120,7 +119,7 @@ void record_pre_grad(RecordContext& ctx, Activation act, std::span<const Tensor>
   const std::uint32_t rows = u32(in[0].shape()[0]), n = u32(in[0].shape()[1]);
   const Kernel& kernel =
       ctx.device().kernel({.shader = "dense_pre_grad",
-                           .local_size = {kRowLanes, 1, 1},
+                           .local_size = {ops_detail::kRowLanes, 1, 1},
                            .constants = {SpecConstant::u32(1, static_cast<std::uint32_t>(act)),
                                          SpecConstant::u32(2, sum ? 1 : 0)}});
   ops_detail::dispatch_1d(ctx, kernel,
@@ -147,7 +146,7 @@ class DenseBiasGradOp final : public Op {
     const bool tree = rows >= kTreeRows && n <= rows;
     const Kernel& kernel =
         ctx.device().kernel({.shader = "dense_bias_grad",
-                             .local_size = {kRowLanes, 1, 1},
+                             .local_size = {ops_detail::kRowLanes, 1, 1},
                              .constants = {SpecConstant::u32(1, static_cast<std::uint32_t>(act_)),
                                            SpecConstant::u32(2, tree)}});
     const std::initializer_list<BufferRange> buffers{ctx.buffer(in[0]), ctx.buffer(in[1]),

@@ -15,6 +15,14 @@ namespace vkt::ops_detail {
 
 constexpr std::uint32_t kLocalSize = 256;
 
+/// The row kernels' workgroup: a row (or column) reduced by kRowLanes
+/// invocations and a fixed tree (row_tree.glsl's ROW_LANES, reduce_rows.comp,
+/// dense_bias_grad.comp); fixed on every device, so the sums' order is too.
+constexpr std::uint32_t kRowLanes = 64;
+/// Rows at least this long take the row kernels of softmax and layer norm;
+/// shorter ones, one invocation per row.
+constexpr std::uint32_t kRowKernelLen = 32;
+
 /// The 1-D kernel `shader` specialised with OP = `op` (constant 1), cached per device.
 inline const Kernel& kernel_1d(RecordContext& ctx, const char* shader, std::uint32_t op) {
   return ctx.device().kernel({.shader = shader,

@@ -40,10 +40,11 @@ std::int64_t row_blocks(const NormPush& p) {
   return (std::int64_t{p.rows} + kBlockRows - 1) / kBlockRows;
 }
 
-// Rows at least this long take the row kernels (*_rows.comp: a workgroup of
-// kRowLanes per row, the sums by a fixed tree); shorter ones one invocation
-// per row. Forward and backward decide alike, so the statistics match.
-constexpr std::uint32_t kRowKernelLen = 32, kRowLanes = 64;
+// Rows of kRowKernelLen and more take the row kernels (*_rows.comp: a
+// workgroup of kRowLanes per row, the sums by a fixed tree); shorter ones one
+// invocation per row. Forward and backward decide alike, so the statistics match.
+using ops_detail::kRowKernelLen;
+using ops_detail::kRowLanes;
 
 /// `shader` (the row kernel's name when the rows are long) and its dispatch.
 struct RowDispatch {

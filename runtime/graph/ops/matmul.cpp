@@ -120,9 +120,7 @@ class MatmulOp final : public Op {
     std::vector<SpecConstant> constants = t.constants();
     constants.push_back(SpecConstant::u32(7, ta_));
     constants.push_back(SpecConstant::u32(8, tb_));
-    if (split_.split()) {
-      for (const SpecConstant& c : split_.constants()) constants.push_back(c);
-    }
+    for (const SpecConstant& c : split_.constants()) constants.push_back(c);
     const Kernel& kernel = ctx.device().kernel(
         {.shader = "matmul_tiled", .local_size = t.local_size(), .constants = constants});
     ctx.stream().dispatch(kernel, {a, b, c}, TiledPush{m, n, k}, t.groups(m, n, split_.slices));
@@ -226,8 +224,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   Graph& graph = a.graph();
   // Few output tiles over a long k (weight gradients, tall-skinny products):
   // split-K, so that the product runs on the whole device.
-  if (const KSplit split = split_k(m, n, ka);
-      split.split() && matmul_variant(graph.device()) == MatmulVariant::Tiled) {
+  if (const KSplit split = split_k(graph.device(), m, n, ka); split.split()) {
     const Tensor partials =
         graph.add_node(std::make_unique<MatmulOp>(transpose_a, transpose_b, split), {a, b},
                        Shape{split.slices, m, n});

@@ -6,6 +6,7 @@
 
 #include "../../vulkan/detail/log.h"
 #include "../../vulkan/device.h"
+#include "matmul.h"
 
 namespace vkt {
 
@@ -15,6 +16,7 @@ std::vector<SpecConstant> TiledShape::constants() const {
 }
 
 std::vector<SpecConstant> KSplit::constants() const {
+  if (!split()) return {};
   return {SpecConstant::u32(16, slices), SpecConstant::u32(17, kslice)};
 }
 
@@ -29,6 +31,11 @@ KSplit split_k(std::int64_t m, std::int64_t n, std::int64_t k) {
   const std::int64_t slices = (k + kslice - 1) / kslice;
   if (slices < 2) return {};
   return {static_cast<std::uint32_t>(slices), static_cast<std::uint32_t>(kslice)};
+}
+
+KSplit split_k(const Device& device, std::int64_t m, std::int64_t n, std::int64_t k) {
+  if (matmul_variant(device) != MatmulVariant::Tiled) return {};
+  return split_k(m, n, k);
 }
 
 std::optional<TiledShape> TiledShape::from_values(const std::vector<std::uint32_t>& v) {

@@ -52,7 +52,8 @@ struct KSplit {
   std::uint32_t slices = 1, kslice = 0;
 
   bool split() const { return slices > 1; }
-  /// Specialization constants 16 and 17 of the kernel.
+  /// Specialization constants 16 and 17 of the kernel (none unsplit: the
+  /// kernel's defaults).
   std::vector<SpecConstant> constants() const;
 };
 
@@ -63,6 +64,9 @@ struct KSplit {
 /// device's tile shape, so every device that runs the tiled kernel sums in
 /// the same order (the split changes the bits, the tile shape does not).
 KSplit split_k(std::int64_t m, std::int64_t n, std::int64_t k);
+/// split_k() where `device`'s products take the tiled kernel
+/// (matmul_variant()); none where they take the texel kernel.
+KSplit split_k(const Device& device, std::int64_t m, std::int64_t n, std::int64_t k);
 
 /// Whether `device` can run `shape`: the divisibility the kernel needs, at
 /// least 16 rows (conv2d splits its dispatches by that), the workgroup's

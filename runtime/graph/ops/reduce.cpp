@@ -25,7 +25,6 @@ struct RowsPush {
 };
 // reduce_rows.comp's workgroup, and the rows from which it beats one
 // invocation per output.
-constexpr std::uint32_t kRowLanes = 64;
 constexpr std::int64_t kMinRows = 256;
 
 /// Reduces x to `shape` (right-aligned, each dimension x's or 1).
@@ -68,7 +67,7 @@ class ReduceOp final : public Op {
     }
     const Kernel& kernel = ctx.device().kernel(
         {.shader = "reduce_rows",
-         .local_size = {kRowLanes, 1, 1},
+         .local_size = {ops_detail::kRowLanes, 1, 1},
          .constants = {SpecConstant::u32(1, static_cast<std::uint32_t>(kind_))}});
     // Past 65535 outputs the workgroups wrap into y (index.glsl's scheme).
     const auto groups = static_cast<std::uint32_t>(n);

@@ -27,9 +27,10 @@ RowPush rows_around(const Shape& shape, int axis) {
           static_cast<std::uint32_t>(inner)};
 }
 
-// Rows over the last axis at least this long take the row kernels
+// Rows over the last axis of kRowKernelLen and more take the row kernels
 // (softmax_rows*.comp: a workgroup of kRowLanes per row, a fixed tree).
-constexpr std::uint32_t kRowKernelLen = 32, kRowLanes = 64;
+using ops_detail::kRowKernelLen;
+using ops_detail::kRowLanes;
 
 struct RowsPush {
   std::uint32_t rows, len;
