@@ -4,7 +4,8 @@
 // the exchange time the overlap leaves exposed (the step minus the slowest
 // tower's forward and backward pass, timed on the device with timestamp
 // queries), the host waits per step, and the ratio of N-tower to 1-tower
-// throughput, all measured in one run.
+// throughput, all measured in one run; towers on a VkDevice each or on one
+// shared VkDevice (--tower-devices).
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -30,6 +31,39 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+/// Trains `steps` steps as the Estimator does (each step, then the losses of
+/// the steps two back) for the rate and every host wait, then as many again
+/// asking each step's device times, for the slowest tower's share.
+Result measure(vkt::TowerRun& run, const vkt::HostBatch& features, const vkt::HostBatch& labels,
+               int steps, std::int64_t batch) {
+  using Clock = std::chrono::steady_clock;
+  run.train_step(features, labels);  // warm-up
+  static_cast<void>(run.take_losses());
+  const vkt::TowerRun::HostWaits before = run.host_waits();
+  const Clock::time_point start = Clock::now();
+  for (int s = 0; s < steps; ++s) {
+    run.train_step(features, labels);
+    static_cast<void>(run.take_losses(2));
+  }
+  const vkt::TowerRun::HostWaits after = run.host_waits();
+  static_cast<void>(run.take_losses());  // the last steps done
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  Result r;
+  r.step_ms = 1e3 * seconds / steps;
+  r.examples_per_s = static_cast<double>(batch) * steps / seconds;
+  r.step_thread_waits = static_cast<double>(after.step_thread - before.step_thread) / steps;
+  r.tower_thread_waits = static_cast<double>(after.tower_threads - before.tower_threads) / steps;
+  r.all_waits = static_cast<double>(after.devices - before.devices) / steps;
+  std::vector<double> tower_ms;
+  for (int s = 0; s < steps; ++s) {
+    run.train_step(features, labels);
+    tower_ms.push_back(run.last_step_times().slowest_tower);
+  }
+  r.slowest_tower_ms = median(tower_ms);
+  r.exposed_ms = std::max(0.0, r.step_ms - r.slowest_tower_ms);
+  return r;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -39,7 +73,7 @@ int main(int argc, char** argv) {
   std::vector<int> tower_counts{1, 2, 4};
   std::uint32_t device = 0;
   double bucket_mib = 4;
-  std::string placement = "auto", paths = "both";
+  std::string placement = "auto", paths = "both", tower_devices = "auto";
   app.add_option("--batch", batch, "global batch")->capture_default_str();
   app.add_option("--hidden", hidden, "width of the two hidden layers")->capture_default_str();
   app.add_option("--steps", steps, "timed steps per tower count (after one warm-up)")
@@ -59,6 +93,11 @@ int main(int argc, char** argv) {
   app.add_option("--paths", paths, "mapped, staged or both")
       ->capture_default_str()
       ->check(CLI::IsMember({"mapped", "staged", "both"}));
+  app.add_option("--tower-devices", tower_devices,
+                 "towers repeated on one device: auto, per-tower (a VkDevice each), shared (one "
+                 "VkDevice) or both")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "per-tower", "shared", "both"}));
   CLI11_PARSE(app, argc, argv);
 
   const std::int64_t in = 784, classes = 10;
@@ -92,72 +131,62 @@ int main(int argc, char** argv) {
         : placement == "separate" ? vkt::ConsolidationPlacement::SeparateDevice
                                   : vkt::ConsolidationPlacement::Auto;
     fmt::print("buckets of {} MiB, consolidation placement {}\n", bucket_mib, placement);
-    for (const bool staged : {false, true}) {
-      if ((staged && paths == "mapped") || (!staged && paths == "staged")) continue;
-      fmt::print("{} path:\n", staged ? "staged (VKT_FORCE_STAGING)" : "mapped");
-      std::vector<std::pair<int, Result>> results;
-      for (const int n : tower_counts) {
-        if (batch % n != 0) {
-          fmt::print("  {} towers: skipped, the batch of {} does not divide by {}\n", n, batch, n);
-          continue;
+    std::vector<std::pair<vkt::TowerDevices, std::string>> sharings;  // with each figure's suffix
+    if (tower_devices == "auto") sharings.emplace_back(vkt::TowerDevices::Auto, "");
+    if (tower_devices == "per-tower" || tower_devices == "both") {
+      sharings.emplace_back(vkt::TowerDevices::PerTower, "_per_tower");
+    }
+    if (tower_devices == "shared" || tower_devices == "both") {
+      sharings.emplace_back(vkt::TowerDevices::Shared, "_shared");
+    }
+    for (const auto& [sharing, sharing_suffix] : sharings) {
+      for (const bool staged : {false, true}) {
+        if ((staged && paths == "mapped") || (!staged && paths == "staged")) continue;
+        const std::string suffix = (staged ? "_staged" : "") + sharing_suffix;
+        fmt::print("{} path, towers on {}:\n", staged ? "staged (VKT_FORCE_STAGING)" : "mapped",
+                   sharing == vkt::TowerDevices::Auto       ? "the default devices"
+                   : sharing == vkt::TowerDevices::PerTower ? "a VkDevice each"
+                                                            : "one shared VkDevice");
+        std::vector<std::pair<int, Result>> results;
+        for (const int n : tower_counts) {
+          if (batch % n != 0) {
+            fmt::print("  {} towers: skipped, the batch of {} does not divide by {}\n", n, batch,
+                       n);
+            continue;
+          }
+          const auto replicated = vkt::replicate_model_fn(
+              model, {.loss_reduction = vkt::LossReduction::Mean,
+                      .devices = std::vector<std::uint32_t>(static_cast<std::size_t>(n), device),
+                      .consolidation_placement = where,
+                      .bucket_bytes = static_cast<std::size_t>(bucket_mib * (1 << 20)),
+                      .tower_devices = sharing,
+                      .device_options = vkt::DeviceOptions{.force_staging = staged}});
+          vkt::ModelContext root(instance, {{"x", {{batch, in}}}},
+                                 {{"y", {{batch}, vkt::DType::I32}}});
+          const vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
+          const Result r = measure(*spec.run, features, labels, steps, batch);
+          const double ratio = results.empty() || results.front().first != 1
+                                   ? 0.0
+                                   : r.examples_per_s / results.front().second.examples_per_s;
+          fmt::print(
+              "  {} tower{}: {:8.0f} examples/s, step {:.1f} ms (median), slowest tower's "
+              "forward+backward {:.1f} ms, exposed exchange {:.1f} ms = {:.0f}% of the step, "
+              "{} buckets, host waits per step {:.1f} (step thread) + {:.1f} (tower threads), "
+              "{:.1f} in all{}\n",
+              n, n == 1 ? " " : "s", r.examples_per_s, r.step_ms, r.slowest_tower_ms, r.exposed_ms,
+              100 * r.exposed_ms / r.step_ms, spec.run->buckets(), r.step_thread_waits,
+              r.tower_thread_waits, r.all_waits,
+              ratio > 0 ? fmt::format(", ratio to 1 tower {:.2f}", ratio) : "");
+          results.emplace_back(n, r);
         }
-        const auto replicated = vkt::replicate_model_fn(
-            model, {.loss_reduction = vkt::LossReduction::Mean,
-                    .devices = std::vector<std::uint32_t>(static_cast<std::size_t>(n), device),
-                    .consolidation_placement = where,
-                    .bucket_bytes = static_cast<std::size_t>(bucket_mib * (1 << 20)),
-                    .device_options = vkt::DeviceOptions{.force_staging = staged}});
-        vkt::ModelContext root(instance, {{"x", {{batch, in}}}},
-                               {{"y", {{batch}, vkt::DType::I32}}});
-        const vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
-        spec.run->train_step(features, labels);  // warm-up
-        const vkt::TowerRun::HostWaits before = spec.run->host_waits();
-        std::vector<double> step_ms, tower_ms, exposed_ms;
-        for (int s = 0; s < steps; ++s) {
-          spec.run->train_step(features, labels);
-          const auto& times = spec.run->last_step_times();
-          step_ms.push_back(times.step);
-          tower_ms.push_back(times.slowest_tower);
-          exposed_ms.push_back(times.step - times.slowest_tower);
+        for (const auto& [n, r] : results) {
+          if (n != 2 || results.front().first != 1) continue;
+          fmt::print("towers_2_vs_1_ratio{}={:.2f}\n", suffix,
+                     r.examples_per_s / results.front().second.examples_per_s);
+          fmt::print("exposed_exchange_share_2_towers{}={:.3f}\n", suffix,
+                     r.exposed_ms / r.step_ms);
+          fmt::print("host_waits_per_step_2_towers{}={:.1f}\n", suffix, r.all_waits);
         }
-        const vkt::TowerRun::HostWaits after = spec.run->host_waits();
-        Result r;
-        r.step_ms = median(step_ms);
-        r.slowest_tower_ms = median(tower_ms);
-        r.exposed_ms = median(exposed_ms);
-        r.examples_per_s = static_cast<double>(batch) / (r.step_ms / 1e3);
-        r.step_thread_waits = static_cast<double>(after.step_thread - before.step_thread) / steps;
-        r.tower_thread_waits =
-            static_cast<double>(after.tower_threads - before.tower_threads) / steps;
-        // Every wait, as the Estimator's loop pays them: a step, then its loss
-        // read (no device times asked for).
-        const std::uint64_t waits_before = spec.run->host_waits().devices;
-        for (int s = 0; s < steps; ++s) {
-          spec.run->train_step(features, labels);
-          static_cast<void>(spec.run->loss());
-        }
-        r.all_waits = static_cast<double>(spec.run->host_waits().devices - waits_before) / steps;
-        const double ratio = results.empty() || results.front().first != 1
-                                 ? 0.0
-                                 : r.examples_per_s / results.front().second.examples_per_s;
-        fmt::print(
-            "  {} tower{}: {:8.0f} examples/s, step {:.1f} ms (median), slowest tower's "
-            "forward+backward {:.1f} ms, exposed exchange {:.1f} ms = {:.0f}% of the step, "
-            "{} buckets, host waits per step {:.1f} (step thread) + {:.1f} (tower threads), "
-            "{:.1f} in all with the loss read{}\n",
-            n, n == 1 ? " " : "s", r.examples_per_s, r.step_ms, r.slowest_tower_ms, r.exposed_ms,
-            100 * r.exposed_ms / r.step_ms, spec.run->buckets(), r.step_thread_waits,
-            r.tower_thread_waits, r.all_waits,
-            ratio > 0 ? fmt::format(", ratio to 1 tower {:.2f}", ratio) : "");
-        results.emplace_back(n, r);
-      }
-      for (const auto& [n, r] : results) {
-        if (n != 2 || results.front().first != 1) continue;
-        fmt::print("towers_2_vs_1_ratio{}={:.2f}\n", staged ? "_staged" : "",
-                   r.examples_per_s / results.front().second.examples_per_s);
-        fmt::print("exposed_exchange_share_2_towers{}={:.3f}\n", staged ? "_staged" : "",
-                   r.exposed_ms / r.step_ms);
-        fmt::print("host_waits_per_step_2_towers{}={:.1f}\n", staged ? "_staged" : "", r.all_waits);
       }
     }
     return 0;

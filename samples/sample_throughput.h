@@ -77,6 +77,8 @@ class Throughput : public vkt::TrainingHook {
     ++steps_;
   }
   void end() override { seconds_ += seconds_since(start_); }
+  /// Counts steps as they are reported, a step or two late, at the same pace.
+  bool takes_late_losses() const override { return true; }
   /// Steps per second after the first (the first alone when it was the only one).
   double steps_per_s() const {
     if (steps_ > 0 && seconds_ > 0) return static_cast<double>(steps_) / seconds_;

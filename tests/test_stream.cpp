@@ -230,9 +230,27 @@ TEST_CASE("the device counts every host wait on a submitted ticket, and nothing 
   vkt::Ticket last;
   for (int i = 0; i < 5; ++i) last = step.submit();  // queued: no wait
   CHECK(device.host_waits() == before);
-  last.wait();
-  last.wait();  // finished by now, but still a wait the host asked for
+  vkt::Ticket first = last;
+  first.value -= 4;
+  first.wait();
+  CHECK(device.host_waits() == before + 1);
+  last.wait();  // past the first: asks the device again
   CHECK(device.host_waits() == before + 2);
+  last.wait();  // seen done: no trip to the device
+  first.wait();
   vkt::Ticket().wait();  // nothing submitted: not a wait
   CHECK(device.host_waits() == before + 2);
+  // Everything submitted, on every queue, in one wait.
+  vkt::Buffer copy(device, n * sizeof(float));
+  vkt::Stream transfer(device, vkt::QueueKind::Transfer);
+  transfer.copy(bx, copy);
+  const vkt::Ticket copied = transfer.submit();
+  const vkt::Ticket stepped = step.submit();
+  const std::vector<vkt::Ticket> all = device.submitted();
+  CHECK(all.size() == (device.has_transfer_queue() ? 2u : 1u));
+  device.wait_all(all);
+  CHECK(device.host_waits() == before + 3);
+  copied.wait();
+  stepped.wait();
+  CHECK(device.host_waits() == before + 3);
 }

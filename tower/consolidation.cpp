@@ -69,7 +69,10 @@ void TowerRun::build_master(const Instance& root, const std::vector<std::uint32_
     }
     updates.push_back(call.optimizer->apply_gradients(gvs));
   }
-  master_executor_ = std::make_unique<Executor>(*master_, updates);
+  // Its parameters (the step, the learning rates) are written two runs ahead:
+  // writing the next ones never waits for the running update.
+  master_executor_ =
+      std::make_unique<Executor>(*master_, updates, ExecutorOptions{.double_buffered_feeds = true});
 
   // Each dense gradient goes to its place in the master's gradient arena, in
   // its bucket; the sparse ones lie after all of them.
@@ -185,7 +188,8 @@ void TowerRun::build_mirrored(const Instance& root, const std::vector<std::uint3
   std::vector<std::vector<GradientReducer::Segment>> segments;
   for (std::size_t i = 0; i < towers_.size(); ++i) {
     Tower& t = towers_[i];
-    t.updates = std::make_unique<Executor>(*t.graph, updates[i]);
+    t.updates = std::make_unique<Executor>(*t.graph, updates[i],
+                                           ExecutorOptions{.double_buffered_feeds = true});
     if (t.updates->gradient_arena().size() != t.executor->gradient_arena().size()) {
       throw Error("internal: a tower's update program does not line up with its gradients");
     }

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -350,11 +351,33 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
     detail::log().debug("saved {}", path);
   };
 
+  // Each step's loss goes to the hooks and the log two steps late where every
+  // hook takes that (the step thread then never waits for a loss), else at once.
+  bool late = std::all_of(hooks.begin(), hooks.end(),
+                          [](const auto& hook) { return hook->takes_late_losses(); });
+  if (processes_) {  // reading the losses is collective: every rank alike
+    double late_ranks = late ? 1.0 : 0.0;
+    processes_->allreduce_sum(std::span<double>(&late_ranks, 1), "whether hooks take late losses");
+    late = late_ranks == static_cast<double>(processes_->size());
+  }
   for (const auto& hook : hooks) hook->begin();
   if (log_) log_->start(run.global_step(), last, step_examples, config_.save_summary_steps);
   std::uint64_t step = run.global_step();
   std::uint64_t saved_at = step;
   float loss = 0;
+  // Hands the steps' losses over, all but the newest `leave`; true when a hook asks to stop.
+  const auto report = [&](std::size_t leave) {
+    bool stop = false;
+    for (const auto& [at, value] : run.take_losses(leave)) {
+      loss = value;
+      for (const auto& hook : hooks) {
+        hook->after_step(at, value);
+        stop = stop || hook->should_stop();
+      }
+      if (log_) log_->step(at, value);
+    }
+    return stop;
+  };
   // The batch after this one is fed to the towers while this one trains.
   std::optional<Batch> next;
   bool fed = false;
@@ -394,20 +417,19 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
         continue;
       }
       step = run.global_step();
-      loss = run.loss();
-      bool stop = last && step >= *last;
-      for (const auto& hook : hooks) {
-        hook->after_step(step, loss);
-        stop = stop || hook->should_stop();
-      }
-      if (log_) log_->step(step, loss);
-      if (config_.save_checkpoints_steps > 0 && step % config_.save_checkpoints_steps == 0) {
+      const bool last_step = last && step >= *last;
+      const bool saves =
+          config_.save_checkpoints_steps > 0 && step % config_.save_checkpoints_steps == 0;
+      // Every loss is seen (a NaN reported) before a checkpoint and at the end.
+      const bool stop = report(late && !saves && !last_step ? 2 : 0) || last_step;
+      if (saves) {
         save();
         saved_at = step;
       }
       if (stop) break;
       batch = std::move(next);
     }
+    report(0);  // the input ended: the last steps' losses
   } catch (...) {
     if (log_) log_->finish(step, loss);
     throw;

@@ -27,6 +27,7 @@ class LoggingHook : public TrainingHook {
               std::function<void(const StepRate&)> sink);
   void begin() override;
   void after_step(std::uint64_t global_step, float loss) override;
+  bool takes_late_losses() const override { return true; }
 
  private:
   std::uint64_t every_;
@@ -54,6 +55,7 @@ class StopAtStepHook : public TrainingHook {
 class NanLossHook : public TrainingHook {
  public:
   void after_step(std::uint64_t global_step, float loss) override;
+  bool takes_late_losses() const override { return true; }
 };
 
 }  // namespace vkt

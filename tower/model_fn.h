@@ -48,6 +48,13 @@ class TrainingHook {
   virtual void after_step(std::uint64_t /*global_step*/, float /*loss*/) {}
   virtual bool should_stop() const { return false; }
   virtual void end() {}
+  /// True when the hook may see each step's loss up to two steps late (after
+  /// the next steps were queued on the devices), still every step, in order,
+  /// and always before a checkpoint and at the end. When every hook says so,
+  /// the Estimator never waits for a step to finish to hand its loss over: a
+  /// step then costs the host one wait. A stop such a hook asks for takes
+  /// effect after the steps already queued (at most two more).
+  virtual bool takes_late_losses() const { return false; }
 };
 
 /// What a model function returns (tf.estimator.EstimatorSpec). With

@@ -33,6 +33,16 @@ enum class VariableMode { SharedLocalParameterServer, RoundRobin, Mirrored };
 /// the tower's own device measured as fast or faster (docs/PERFORMANCE.md).
 enum class ConsolidationPlacement { Auto, OnTowerDevice, SeparateDevice };
 
+/// Whether towers repeated on one physical device share a VkDevice. Shared: one
+/// Device (and its queues) for all of them, so every copy between the towers
+/// and the consolidation work on it is a device copy ordered by timeline
+/// semaphores, and a training step waits on the host once. PerTower: each tower
+/// its own VkInstance and VkDevice; copies between them pass through host
+/// memory, with a host wait per copy. Auto: PerTower on a CPU device (lavapipe
+/// runs the devices of separate instances concurrently, those of one device one
+/// after another), Shared on a GPU. Both give the same bits.
+enum class TowerDevices { Auto, PerTower, Shared };
+
 struct ReplicateOptions {
   LossReduction loss_reduction = LossReduction::SumByNonzeroWeights;
   /// Indices into the instance's devices, may repeat and mix GPUs and CPU
@@ -50,6 +60,7 @@ struct ReplicateOptions {
   /// and is summed while the backward pass goes on (PyTorch DDP's bucket_cap_mb).
   /// Any size gives the same bits.
   std::size_t bucket_bytes = std::size_t{4} << 20;
+  TowerDevices tower_devices = TowerDevices::Auto;
   /// How every device of the run is made (towers and consolidation); default:
   /// DeviceOptions::from_environment() (VKT_FORCE_STAGING) with cache_dir =
   /// default_cache_dir() (the user's cache directory, VKT_CACHE_DIR=off: none).

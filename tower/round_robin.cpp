@@ -66,7 +66,8 @@ void TowerRun::build_round_robin(const Instance& root, const std::vector<std::ui
       if (!gvs.empty()) updates.push_back(call.optimizer->apply_gradients(gvs));
     }
     if (updates.empty()) continue;  // its variables take no update: nothing to reduce or copy
-    share.executor = std::make_unique<Executor>(*share.graph, updates);
+    share.executor = std::make_unique<Executor>(*share.graph, updates,
+                                                ExecutorOptions{.double_buffered_feeds = true});
 
     std::vector<std::vector<GradientReducer::Segment>> segments(static_cast<std::size_t>(n));
     for (int t = 0; t < n; ++t) {
@@ -100,8 +101,7 @@ void TowerRun::step_round_robin(bool last_micro_batch) {
     if (shares_[j].executor) summed[j] = shares_[j].reducer->finish();
   }
   if (!last_micro_batch) {  // each share's sums in place before the towers run again
-    for (const Ticket& t : summed) t.wait();
-    ++step_thread_waits_;
+    wait_micro_batch(summed);
     return;
   }
   gradients_complete(summed);

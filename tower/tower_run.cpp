@@ -13,6 +13,7 @@
 #include "../runtime/vulkan/error.h"
 #include "../runtime/vulkan/instance.h"
 #include "device_list.h"
+#include "loss_ring.h"
 #include "optimizer_calls.h"
 #include "process_exchange.h"
 #include "sharding.h"
@@ -142,8 +143,7 @@ void TowerRun::build_towers(ModelContext& root, const ModelFn& model_fn,
   }
   for (int i = 0; i < n; ++i) {
     Tower t;
-    t.instance = own_instance(root.instance(), devices[i]);
-    t.device = std::make_unique<Device>(*t.instance, devices[i], device_options());
+    t.device = &tower_device(root.instance(), devices, i);
     GraphOptions graph_options = root.graph_options();
     graph_options.replica = static_cast<std::uint32_t>(i);  // its own dropout masks
     t.graph = std::make_unique<Graph>(*t.device, graph_options);
@@ -244,6 +244,15 @@ void TowerRun::build_one_tower() {
   t.scaled_loss = t.spec.loss;
   t.executor = std::make_unique<Executor>(
       *t.graph, fetches, ExecutorOptions{.timestamps = true, .double_buffered_feeds = true});
+  build_loss_ring();
+}
+
+void TowerRun::build_loss_ring() {
+  std::vector<BufferRange> losses;
+  for (const Tower& t : towers_) losses.push_back(t.executor->range(t.scaled_loss));
+  // The steps kept, the one running and the one being submitted.
+  loss_ring_ =
+      std::make_unique<LossRing>(losses, (kKeptSteps + 2) * static_cast<std::size_t>(accumulate_));
 }
 
 void TowerRun::build_training(const Instance& root, const std::vector<std::uint32_t>& devices,
@@ -321,6 +330,7 @@ void TowerRun::build_training(const Instance& root, const std::vector<std::uint3
     build_master(root, devices);
   }
   build_state_copies();
+  build_loss_ring();
   sparse_arrived_.reserve(static_cast<std::size_t>(n) * towers_.front().sparse_in.size() + 1 +
                           state_in_.size());
 }
@@ -336,6 +346,36 @@ std::unique_ptr<Instance> TowerRun::own_instance(const Instance& root, std::uint
                     index, root.device(index).name));
   }
   return instance;
+}
+
+Device& TowerRun::tower_device(const Instance& root, const std::vector<std::uint32_t>& devices,
+                               int i) {
+  const std::uint32_t index = devices[static_cast<std::size_t>(i)];
+  bool shared = options_.tower_devices == TowerDevices::Shared;
+  if (options_.tower_devices == TowerDevices::Auto) {
+    shared = root.device(index).type != DeviceType::Cpu;
+  }
+  if (shared) {
+    for (const OwnedDevice& owned : tower_devices_) {
+      if (owned.device->info().index == index) return *owned.device;
+    }
+  }
+  OwnedDevice owned;
+  owned.instance = own_instance(root, index);
+  owned.device = std::make_unique<Device>(*owned.instance, index, device_options());
+  tower_devices_.push_back(std::move(owned));
+  return *tower_devices_.back().device;
+}
+
+std::vector<const Device*> TowerRun::all_devices() const {
+  std::vector<const Device*> all;
+  const auto add = [&](const Device* d) {
+    if (d != nullptr && std::find(all.begin(), all.end(), d) == all.end()) all.push_back(d);
+  };
+  for (const OwnedDevice& owned : tower_devices_) add(owned.device.get());
+  add(master_device_.get());
+  for (const Share& share : shares_) add(share.device.get());
+  return all;
 }
 
 bool TowerRun::on_tower_device() const {
@@ -359,6 +399,7 @@ Device& TowerRun::consolidation_device(const Instance& root, std::uint32_t index
 TowerRun::~TowerRun() {
   threads_.reset();
   exchange_.reset();
+  loss_ring_.reset();
   // Whatever records on another object's device goes first.
   broadcast_.reset();
   for (Share& share : shares_) {
@@ -379,9 +420,33 @@ TowerRun::~TowerRun() {
 }
 
 float TowerRun::local_loss() {
-  float total = loss_before_;  // the step's earlier micro-batches (0 without accumulation)
+  // Training: the current step's micro-batches so far, from the ring.
+  if (loss_ring_) return runs_loss(step_first_run_, runs_);
+  float total = 0;
   for (Tower& t : towers_) total += t.executor->read(t.scaled_loss)[0];  // tower order
   return total;
+}
+
+float TowerRun::runs_loss(std::uint64_t first, std::uint64_t end) const {
+  float total = 0;
+  for (std::uint64_t run = first; run < end; ++run) total = loss_ring_->add(run, total);
+  return total;
+}
+
+std::vector<TowerRun::StepLoss> TowerRun::take_losses(std::size_t leave) {
+  if (mode_ != Mode::Train) throw Error("take_losses: this model was built for another mode");
+  std::vector<StepLoss> taken;
+  while (pending_losses_.size() > leave) {
+    const PendingLoss p = pending_losses_.front();
+    pending_losses_.pop_front();
+    float total = runs_loss(p.first_run, p.first_run + static_cast<std::uint64_t>(accumulate_));
+    if (processes() > 1) {  // rank order
+      distribution_.processes->allreduce_sum(std::span<float>(&total, 1),
+                                             fmt::format("step {}: the loss", p.step));
+    }
+    taken.push_back({p.step, total});
+  }
+  return taken;
 }
 
 float TowerRun::loss() {
@@ -428,7 +493,8 @@ void TowerRun::restore(const std::string& path) {
 
 void TowerRun::restore_local(const std::string& path) {
   micro_ = 0;  // a step part-way through accumulation is dropped with the old variables
-  loss_before_ = 0;
+  step_first_run_ = runs_;
+  pending_losses_.clear();
   const CheckpointMatch match =
       mode_ == Mode::Train ? CheckpointMatch::Exact : CheckpointMatch::GraphSubset;
   if (!shares_.empty()) {

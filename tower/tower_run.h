@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -20,6 +21,7 @@
 
 namespace vkt {
 
+class LossRing;
 struct OptimizerCalls;
 class ProcessExchange;
 class ProcessGroup;
@@ -77,6 +79,23 @@ class TowerRun {
   /// losses; with accumulation, summed over the step's micro-batches so far
   /// (after the k-th, what one batch of k micro-batches reports).
   float loss();
+  /// A finished step's loss, as loss() gave it right after the step.
+  struct StepLoss {
+    std::uint64_t step = 0;  ///< the global step it completed
+    float loss = 0;
+  };
+  /// The losses of the completed steps not taken yet, oldest first, all but
+  /// the newest `leave`: read without waiting for the steps after them, so
+  /// a loop that takes each step's loss two steps late never stalls the
+  /// device (the Estimator's, when every hook takes late losses). Waits only
+  /// for the steps it returns. The run keeps the last few steps' losses
+  /// (kKeptSteps); older ones not taken are dropped. Across processes it is
+  /// collective, like loss(): every rank calls it at the same steps.
+  ///
+  ///   run.train_step(batch.features, batch.labels);
+  ///   for (const auto& [step, loss] : run.take_losses(2)) log(step, loss);
+  std::vector<StepLoss> take_losses(std::size_t leave = 0);
+  static constexpr std::size_t kKeptSteps = 3;
   /// True when the last train_step completed a global step (always, without
   /// accumulation; on the k-th micro-batch with it).
   bool step_completed() const { return step_completed_; }
@@ -154,11 +173,13 @@ class TowerRun {
   const EstimatorSpec& tower_spec(int i) const { return towers_.at(i).spec; }
 
  private:
-  struct Tower {
-    // Its own instance: on lavapipe, devices of one instance share one thread
-    // pool and run one after another; separate instances run concurrently.
+  /// A Device the run made, with the Instance it was made from.
+  struct OwnedDevice {
     std::unique_ptr<Instance> instance;
     std::unique_ptr<Device> device;
+  };
+  struct Tower {
+    Device* device = nullptr;  // in tower_devices_
     std::unique_ptr<Graph> graph;
     EstimatorSpec spec;
     Tensor scaled_loss;
@@ -169,6 +190,9 @@ class TowerRun {
     // The new weights' upload, which the tower's next run waits for on the
     // device. Also the graph's last run, so host access to the variables waits.
     Ticket weights_arrived;
+    // Work of its own Device that its next run must follow on the device: the
+    // sums and sparse copies that read its gradients (accumulation's micro-batches).
+    std::vector<Ticket> run_after;
     // SharedLocalParameterServer: its rows of every sparse gradient into the
     // master's (values and indices, per sparse gradient in call order), per
     // micro-batch: micro-batch m's copies at [m * per, (m + 1) * per).
@@ -181,6 +205,8 @@ class TowerRun {
                     const std::vector<std::uint32_t>& devices, const Params& params, float scale);
   void build_eval_predict(float scale);
   void build_one_tower();
+  /// Training: the ring every tower's run copies its loss into (loss_ring_).
+  void build_loss_ring();
   void build_training(const Instance& root, const std::vector<std::uint32_t>& devices, float scale);
   /// Gradient k (of every tower's `gradients`, in call order) travels in bucket
   /// gradient_bucket_[k]: tower 0's gradients in the order its backward pass
@@ -207,9 +233,10 @@ class TowerRun {
   /// Every reducer: the next micro-batch's sums add to the destination's
   /// value (accumulate) or overwrite it (a step's first micro-batch).
   void set_accumulating(bool accumulate);
-  /// A micro-batch before the k-th: its sums and sparse rows must be in place
-  /// before the towers write their gradients again.
-  void wait_micro_batch(const Ticket& summed);
+  /// A micro-batch before the k-th: its sums (`summed`, per destination) and
+  /// sparse rows must be in place before the towers write their gradients
+  /// again; on the towers' own Device that is a wait on the device.
+  void wait_micro_batch(std::span<const Ticket> summed);
   /// The k-th micro-batch: the step's gradients are complete on the
   /// consolidation device(s) and the update begins. `summed` holds, per
   /// destination (SharedLocalParameterServer: the master's gradient arena;
@@ -276,6 +303,11 @@ class TowerRun {
   float local_loss();
   /// A new Instance whose device `index` is the root instance's device `index`.
   static std::unique_ptr<Instance> own_instance(const Instance& root, std::uint32_t index);
+  /// Tower i's Device: a new one, or an earlier tower's on the same physical
+  /// device when the towers share (ReplicateOptions::tower_devices).
+  Device& tower_device(const Instance& root, const std::vector<std::uint32_t>& devices, int i);
+  /// Every distinct Device of the run (the towers', the consolidation's, the shares').
+  std::vector<const Device*> all_devices() const;
   Graph& variables_graph() const;
   std::vector<Graph*> share_graphs() const;
 
@@ -285,8 +317,28 @@ class TowerRun {
   bool exchanges_ = false;
   int micro_ = 0;  // micro-batches of the current step done
   bool step_completed_ = false;
-  float loss_before_ = 0;                      // the current step's earlier micro-batches' loss
+  // Training: every tower's loss of the last runs (LossRing), the runs so
+  // far, the first run of the current step, and the completed steps whose
+  // losses take_losses() has not handed out.
+  std::unique_ptr<LossRing> loss_ring_;
+  std::uint64_t runs_ = 0;
+  std::uint64_t step_first_run_ = 0;
+  struct PendingLoss {
+    std::uint64_t step, first_run;
+  };
+  std::deque<PendingLoss> pending_losses_;
+  /// The sum, in run and tower order, of the losses of runs [first, end).
+  float runs_loss(std::uint64_t first, std::uint64_t end) const;
+  // Per train_step call, every Device's last submitted tickets after it: the
+  // next call but one waits for them (the one host wait of a step).
+  std::deque<std::vector<Ticket>> submitted_;
+  /// Waits for what the train_step call two back submitted, once per Device.
+  void wait_two_back();
   std::unique_ptr<ProcessExchange> exchange_;  // across processes; null: one process
+  // The towers' Devices: one per tower (its own instance: on lavapipe, devices
+  // of one instance share one thread pool and run one after another; separate
+  // instances run concurrently), or one per physical device (TowerDevices).
+  std::vector<OwnedDevice> tower_devices_;
   std::vector<Tower> towers_;
   std::unique_ptr<OptimizerCalls> calls_;
   std::unique_ptr<Instance> master_instance_;

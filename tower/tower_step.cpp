@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "../runtime/vulkan/error.h"
+#include "loss_ring.h"
 #include "sharding.h"
 #include "tower_inputs.h"
 #include "tower_run.h"
@@ -106,12 +107,15 @@ std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBa
     try {
       if (!fed) feed(i, shards[static_cast<std::size_t>(i)]);
       t.executor->set_step(step);
-      ticket = t.executor->run({&t.weights_arrived, 1});
+      t.run_after.push_back(t.weights_arrived);
+      ticket = t.executor->run(t.run_after);
+      t.run_after.clear();
     } catch (...) {
       if (replica_sum_) replica_sum_->abort();  // the others may wait at a sum
       throw;
     }
     t.weights_arrived = Ticket{};
+    if (loss_ring_) loss_ring_->record(static_cast<std::size_t>(i), runs_, ticket);
     // The next batch's shard goes to the other feed buffer while this step runs.
     if (!next_shards.empty()) feed(i, next_shards[static_cast<std::size_t>(i)]);
     // Each bucket goes as soon as the backward pass has written it.
@@ -120,8 +124,7 @@ std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBa
         hand_over(static_cast<std::size_t>(i), b, t.executor->ready(static_cast<std::size_t>(b)));
       }
     }
-    ticket.wait();
-    done[static_cast<std::size_t>(i)] = ticket;
+    done[static_cast<std::size_t>(i)] = ticket;  // not waited for: the step runs on
   };
   if (replica_sum_) replica_sum_->reset();
   try {
@@ -219,27 +222,38 @@ void TowerRun::train(const HostBatch& features, const HostBatch& labels,
     return std::chrono::duration<double, std::milli>(b - a).count();
   };
   const Clock::time_point start = Clock::now();
+  wait_two_back();
   // A step's later micro-batches add to its sums; its first overwrites them.
-  // The earlier micro-batches' loss is read before the towers overwrite it.
   const bool first = micro_ == 0;
   const bool last = micro_ + 1 == accumulate_;
-  const float before = first ? 0.0f : local_loss();  // this process's: loss() adds the rest
   if (exchanges()) set_accumulating(!first);
   // A bad batch is refused before any tower runs, the step's earlier
   // micro-batches kept; a tower that fails drops the whole step (run_towers).
   const std::vector<Ticket> done =
       run_towers(features, labels, std::nullopt, {next_features, next_labels}, fed);
-  loss_before_ = before;
+  if (first) step_first_run_ = runs_;
+  ++runs_;
   step_completed_ = false;
   const Clock::time_point towers_done = Clock::now();
   times_ = {ms(start, towers_done), 0, 0, 0};
   slowest_unread_ = true;
-  const auto finish = [&] { times_.step = ms(start, Clock::now()); };
+  const auto finish = [&] {
+    if (step_completed_) {
+      if (pending_losses_.size() == kKeptSteps) pending_losses_.pop_front();  // never taken
+      pending_losses_.push_back({global_step(), step_first_run_});
+    }
+    std::vector<Ticket> submitted;
+    for (const Device* device : all_devices()) {
+      const std::vector<Ticket> latest = device->submitted();
+      submitted.insert(submitted.end(), latest.begin(), latest.end());
+    }
+    submitted_.push_back(std::move(submitted));
+    times_.step = ms(start, Clock::now());
+  };
   if (!exchanges()) {
     step_completed_ = true;
     return finish();
   }
-  ++step_thread_waits_;                                 // joining the towers' threads
   const auto micro = static_cast<std::size_t>(micro_);  // the micro-batch just trained
   micro_ = last ? 0 : micro_ + 1;
   step_completed_ = last;
@@ -262,7 +276,7 @@ void TowerRun::train(const HostBatch& features, const HostBatch& labels,
   const Clock::time_point reduced = Clock::now();
   times_.reduce = ms(towers_done, reduced);
   if (!last) {
-    wait_micro_batch(summed);
+    wait_micro_batch({&summed, 1});
     return finish();
   }
   apply_step(summed, reduced);
@@ -299,6 +313,23 @@ void TowerRun::apply_step(const Ticket& summed, std::chrono::steady_clock::time_
   times_.copy_back = ms(updated, Clock::now());
 }
 
+void TowerRun::wait_two_back() {
+  // The step two back, so the last one stays queued behind the running one;
+  // every later wait of this step (a feed buffer, an update's parameters, a
+  // loss) is for work at or before it, which the Device then knows is done.
+  if (submitted_.size() < 2) return;
+  const std::vector<Ticket> tickets = std::move(submitted_.front());
+  submitted_.pop_front();
+  for (const Device* device : all_devices()) {
+    std::vector<Ticket> mine;
+    for (const Ticket& t : tickets) {
+      if (t.device == device) mine.push_back(t);
+    }
+    device->wait_all(mine);
+  }
+  ++step_thread_waits_;
+}
+
 void TowerRun::set_accumulating(bool accumulate) {
   if (reducer_) reducer_->set_accumulate(accumulate);
   for (Share& share : shares_) {
@@ -306,13 +337,25 @@ void TowerRun::set_accumulating(bool accumulate) {
   }
 }
 
-void TowerRun::wait_micro_batch(const Ticket& summed) {
+void TowerRun::wait_micro_batch(std::span<const Ticket> summed) {
   // The towers' next run overwrites the gradients these copies read, and the
-  // next sums reuse the reducers' gathering buffers.
-  summed.wait();
-  for (const Ticket& t : sparse_arrived_) t.wait();
+  // next sums reuse the reducers' gathering buffers: where every tower is on
+  // the ticket's Device, their next runs wait for it there; else the host waits.
+  sparse_arrived_.insert(sparse_arrived_.end(), summed.begin(), summed.end());
+  bool waited = false;
+  for (const Ticket& ticket : sparse_arrived_) {
+    if (ticket.device == nullptr) continue;
+    const bool on_every_tower = std::all_of(
+        towers_.begin(), towers_.end(), [&](const Tower& t) { return t.device == ticket.device; });
+    if (!on_every_tower) {
+      ticket.wait();
+      waited = true;
+      continue;
+    }
+    for (Tower& t : towers_) t.run_after.push_back(ticket);
+  }
   sparse_arrived_.clear();
-  ++step_thread_waits_;
+  if (waited) ++step_thread_waits_;
 }
 
 TowerRun::HostWaits TowerRun::host_waits() const {
@@ -325,10 +368,8 @@ TowerRun::HostWaits TowerRun::host_waits() const {
   for (const Share& share : shares_) {
     for (const auto& copy : share.weights_back) waits.step_thread += copy->host_waits();
     if (share.reducer) waits.tower_threads += share.reducer->host_waits();
-    if (share.device) waits.devices += share.device->host_waits();
   }
-  for (const Tower& t : towers_) waits.devices += t.device->host_waits();
-  if (master_device_) waits.devices += master_device_->host_waits();
+  for (const Device* device : all_devices()) waits.devices += device->host_waits();
   return waits;
 }
 

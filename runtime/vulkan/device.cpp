@@ -316,15 +316,54 @@ Ticket Device::submit(QueueKind kind, std::span<const VkCommandBuffer> commands,
 }
 
 void Device::wait(const Ticket& ticket) const {
-  if (ticket.value == 0) return;
+  wait_all(std::span<const Ticket>(&ticket, 1));
+}
+
+void Device::wait_all(std::span<const Ticket> tickets) const {
+  // Per timeline, the highest value asked for that no earlier wait has seen.
+  std::vector<const Queue*> queues;
+  std::vector<VkSemaphore> semaphores;
+  std::vector<std::uint64_t> values;
+  for (const Ticket& t : tickets) {
+    if (t.value == 0 || t.device == nullptr) continue;
+    if (t.device != this) throw Error("internal: Device::wait_all given another device's ticket");
+    const Queue& q = queue(t.queue);
+    if (t.value <= q.waited->load(std::memory_order_acquire)) continue;
+    const auto at = std::find(queues.begin(), queues.end(), &q);
+    if (at == queues.end()) {
+      queues.push_back(&q);
+      semaphores.push_back(q.timeline);
+      values.push_back(t.value);
+    } else {
+      auto& v = values[static_cast<std::size_t>(at - queues.begin())];
+      v = std::max(v, t.value);
+    }
+  }
+  if (queues.empty()) return;
   host_waits_.fetch_add(1, std::memory_order_relaxed);
-  const VkSemaphore semaphore = queue(ticket.queue).timeline;
   VkSemaphoreWaitInfo info{};
   info.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO;
-  info.semaphoreCount = 1;
-  info.pSemaphores = &semaphore;
-  info.pValues = &ticket.value;
+  info.semaphoreCount = static_cast<std::uint32_t>(semaphores.size());
+  info.pSemaphores = semaphores.data();
+  info.pValues = values.data();
   VKT_CHECK(wait_semaphores_(device_, &info, UINT64_MAX));
+  for (std::size_t k = 0; k < queues.size(); ++k) {
+    std::atomic<std::uint64_t>& waited = *queues[k]->waited;
+    std::uint64_t seen = waited.load(std::memory_order_relaxed);
+    while (seen < values[k] && !waited.compare_exchange_weak(seen, values[k])) {
+    }
+  }
+}
+
+std::vector<Ticket> Device::submitted() const {
+  std::vector<Ticket> tickets;
+  for (const QueueKind kind : {QueueKind::Compute, QueueKind::Transfer}) {
+    if (kind == QueueKind::Transfer && !has_transfer_queue()) continue;
+    const Queue& q = queue(kind);
+    std::lock_guard lock(*q.mutex);
+    tickets.push_back(Ticket{this, kind, q.last_value});
+  }
+  return tickets;
 }
 
 bool Device::done(const Ticket& ticket) const {

@@ -13,6 +13,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "device_info.h"
 #include "ticket.h"
@@ -150,10 +151,20 @@ class Device {
   /// last one's ticket.
   Ticket submit(QueueKind kind, std::span<const VkCommandBuffer> commands,
                 std::span<const Ticket> waits);
+  /// Blocks until `ticket` is done. A ticket at or before one this Device has
+  /// already waited for returns at once, without asking the device.
   void wait(const Ticket& ticket) const;
-  /// Host waits on this device so far: every wait() on a submitted ticket,
-  /// finished or not (a count that does not depend on timing), so a training
-  /// step's host stalls are counted where they all happen.
+  /// Blocks until every ticket (all of this Device) is done: one wait however
+  /// many queues they are on.
+  void wait_all(std::span<const Ticket> tickets) const;
+  /// The last ticket submitted on each of the device's queues (one, or two
+  /// with a dedicated transfer queue): wait_all() on them waits for everything
+  /// submitted so far.
+  std::vector<Ticket> submitted() const;
+  /// Host waits on this device so far: every wait() or wait_all() that had to
+  /// ask the device (a ticket past every one waited for before), finished or
+  /// not; a count that depends only on the calls made, never on timing, so a
+  /// training step's host stalls are counted where they all happen.
   std::uint64_t host_waits() const { return host_waits_.load(std::memory_order_relaxed); }
   bool done(const Ticket& ticket) const;
 
@@ -182,6 +193,9 @@ class Device {
     VkSemaphore timeline = VK_NULL_HANDLE;
     std::uint64_t last_value = 0;
     std::unique_ptr<std::mutex> mutex = std::make_unique<std::mutex>();
+    // The highest value a host wait has seen reached.
+    std::unique_ptr<std::atomic<std::uint64_t>> waited =
+        std::make_unique<std::atomic<std::uint64_t>>(0);
   };
   const Queue& queue(QueueKind kind) const;
   Queue& queue(QueueKind kind);

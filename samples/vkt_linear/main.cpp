@@ -68,6 +68,7 @@ class PrintLoss : public vkt::TrainingHook {
   void after_step(std::uint64_t global_step, float loss) override {
     if (chief_) fmt::print("step {}: loss {}\n", global_step, loss);
   }
+  bool takes_late_losses() const override { return true; }
 
  private:
   bool chief_;

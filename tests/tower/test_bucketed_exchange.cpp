@@ -69,6 +69,7 @@ struct Config {
   vkt::ConsolidationPlacement placement;
   bool staged;
   std::uint64_t binding_limit = 0;  // DeviceOptions::max_storage_buffer_range
+  vkt::TowerDevices tower_devices = vkt::TowerDevices::PerTower;
 };
 
 std::map<std::string, std::vector<float>> train(vkt::VariableMode mode, int towers,
@@ -82,6 +83,7 @@ std::map<std::string, std::vector<float>> train(vkt::VariableMode mode, int towe
        .variable_mode = mode,
        .consolidation_placement = config.placement,
        .bucket_bytes = config.bucket_bytes,
+       .tower_devices = config.tower_devices,
        .device_options = vkt::DeviceOptions{.force_staging = config.staged,
                                             .max_storage_buffer_range = config.binding_limit}});
   std::map<std::string, vkt::InputSpec> inputs{{"x", {{kBatch, 5}}}};
@@ -124,15 +126,20 @@ void check_same_bits(vkt::VariableMode mode) {
   using P = vkt::ConsolidationPlacement;
   const auto sequential = train(mode, towers, {std::size_t{1} << 30, P::SeparateDevice, false});
   int buckets = 0;
-  // The last: every binding at most 1 KiB, so the sums and the updates are cut
-  // into windows (a device with a small maxStorageBufferRange).
+  // The fourth: every binding at most 1 KiB, so the sums and the updates are
+  // cut into windows (a device with a small maxStorageBufferRange). The last
+  // two: the towers on one shared Device, every copy a device copy.
+  const auto shared = vkt::TowerDevices::Shared;
   for (const Config& c : {Config{16, P::OnTowerDevice, false}, Config{16, P::SeparateDevice, true},
                           Config{200, P::OnTowerDevice, true},
                           Config{std::size_t{1} << 30, P::OnTowerDevice, true,
-                                 vkt::DeviceOptions::kMinStorageBufferRange}}) {
+                                 vkt::DeviceOptions::kMinStorageBufferRange},
+                          Config{16, P::OnTowerDevice, true, 0, shared},
+                          Config{200, P::SeparateDevice, false, 0, shared}}) {
     INFO("bucket bytes " << c.bucket_bytes << ", on tower device "
                          << (c.placement == P::OnTowerDevice) << ", staged " << c.staged
-                         << ", binding limit " << c.binding_limit);
+                         << ", binding limit " << c.binding_limit << ", shared device "
+                         << (c.tower_devices == shared));
     const auto overlapped = train(mode, towers, c, &buckets);
     // Every gradient (16 bytes and more) a bucket of its own.
     if (towers > 1 && c.bucket_bytes == 16) CHECK(buckets >= 4);
@@ -226,4 +233,89 @@ TEST_CASE("the next batch fed while a step runs trains to the same bits as feedi
     return losses;
   };
   CHECK(run(true) == run(false));
+}
+
+TEST_CASE("towers on one shared Device wait on the host once a step, staged, and take late losses",
+          "[towers]") {
+  const auto mode = GENERATE(vkt::VariableMode::SharedLocalParameterServer,
+                             vkt::VariableMode::Mirrored, vkt::VariableMode::RoundRobin);
+  const int towers = GENERATE(1, 2, 4);
+  const int accumulate = GENERATE(1, 2);
+  INFO("variable mode " << static_cast<int>(mode) << ", " << towers << " towers, " << accumulate
+                        << " micro-batches a step");
+  const bool sparse = mode == vkt::VariableMode::SharedLocalParameterServer;
+  constexpr int kCalls = 12;
+  std::mt19937 rng(4);
+  std::vector<HostBatch> features, labels;
+  for (int s = 0; s < kCalls; ++s) {
+    std::vector<float> x(kBatch * 5);
+    std::vector<std::int32_t> ids(kBatch * kIds), y(kBatch);
+    for (float& v : x) v = static_cast<float>(rng() % 200) / 100.0f - 1.0f;
+    for (auto& id : ids) id = static_cast<std::int32_t>(rng() % 4);
+    for (auto& v : y) v = static_cast<std::int32_t>(rng() % kClasses);
+    features.push_back({{"x", HostTensor::floats({kBatch, 5}, x)}});
+    if (sparse) features.back()["ids"] = HostTensor::ints({kBatch, kIds}, ids);
+    labels.push_back({{"y", HostTensor::ints({kBatch}, y)}});
+  }
+  // Late: each call then take_losses(2), counting the host waits; else loss()
+  // after every completed step.
+  const auto train_all = [&](bool late, double* waits_per_call) {
+    vkt::Instance instance;
+    const auto replicated = vkt::replicate_model_fn(
+        model(sparse), {.devices = std::vector<std::uint32_t>(static_cast<std::size_t>(towers), 0),
+                        .variable_mode = mode,
+                        .bucket_bytes = 16,  // many buckets
+                        .tower_devices = vkt::TowerDevices::Shared,
+                        .device_options = vkt::DeviceOptions{.force_staging = true}});
+    std::map<std::string, vkt::InputSpec> inputs{{"x", {{kBatch, 5}}}};
+    if (sparse) inputs["ids"] = {{kBatch, kIds}, vkt::DType::I32};
+    vkt::ModelContext root(instance, inputs, {{"y", {{kBatch}, vkt::DType::I32}}}, {.seed = 5});
+    root.set_distribution({.accumulate_steps = accumulate});
+    vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
+    std::vector<vkt::TowerRun::StepLoss> losses;
+    std::uint64_t waits_before = 0;
+    for (int call = 0; call < kCalls; ++call) {
+      if (call == 4) waits_before = spec.run->host_waits().devices;  // after the first steps
+      spec.run->train_step(features[call], labels[call]);
+      if (late) {
+        for (const auto& l : spec.run->take_losses(2)) losses.push_back(l);
+      } else if (spec.run->step_completed()) {
+        losses.push_back({spec.run->global_step(), spec.run->loss()});
+      }
+    }
+    if (waits_per_call) {
+      *waits_per_call =
+          static_cast<double>(spec.run->host_waits().devices - waits_before) / (kCalls - 4);
+    }
+    // Late: the last two steps' losses; else the last kKeptSteps (older ones
+    // never taken were dropped), each as loss() gave it.
+    const std::vector<vkt::TowerRun::StepLoss> rest = spec.run->take_losses();
+    if (late) {
+      losses.insert(losses.end(), rest.begin(), rest.end());
+    } else {
+      REQUIRE(rest.size() == vkt::TowerRun::kKeptSteps);
+      for (std::size_t k = 0; k < rest.size(); ++k) {
+        const auto& kept = losses[losses.size() - rest.size() + k];
+        CHECK(rest[k].step == kept.step);
+        CHECK(rest[k].loss == kept.loss);
+      }
+    }
+    CHECK(spec.run->take_losses().empty());
+    std::vector<float> values;
+    for (const auto& l : losses) {
+      values.push_back(static_cast<float>(l.step));
+      values.push_back(l.loss);
+    }
+    for (const vkt::Variable& v : spec.run->tower_graph(0).variables()) {
+      const std::vector<float> w = spec.run->variable(v.tensor.name());
+      values.insert(values.end(), w.begin(), w.end());
+    }
+    return values;
+  };
+  double waits = 0;
+  const std::vector<float> late = train_all(true, &waits);
+  CHECK(waits <= 1.0);
+  const std::vector<float> at_once = train_all(false, nullptr);
+  REQUIRE(late.size() == at_once.size());
+  CHECK(late == at_once);  // every step's loss, in order, and the weights: bit for bit
 }

@@ -1,0 +1,49 @@
+#pragma once
+// The towers' losses of the last few runs, kept on the host side for a late read.
+
+#include <cstdint>
+#include <vector>
+
+#include "../runtime/vulkan/buffer.h"
+#include "../runtime/vulkan/stream.h"
+#include "../runtime/vulkan/ticket.h"
+
+namespace vkt {
+
+/// Each run, every tower's scaled loss (a scalar its step writes) is copied on
+/// its device into slot `run % slots` of a small host-visible ring, so the
+/// loss of a run is read whenever someone asks, after later runs were
+/// submitted, without waiting for them. Built once: the slots and the recorded
+/// copies are reused.
+///
+///   vkt::LossRing ring({tower0_loss, tower1_loss}, 8);
+///   ring.record(0, run, tower0_step);  // from each tower's thread, after its step
+///   ring.record(1, run, tower1_step);
+///   float loss = ring.add(run, 0.0f);  // later: tower 0's, then tower 1's
+class LossRing {
+ public:
+  /// `losses[i]`: tower i's loss, 4 bytes of its Device. Keeps `slots` runs.
+  LossRing(const std::vector<BufferRange>& losses, std::size_t slots);
+
+  /// Tower `tower`'s run `run` has written its loss once `written` (of its
+  /// Device) completes: copies it into the run's slot. Each tower from its own
+  /// thread; the slot's last copy must have been read (or abandoned) by then.
+  void record(std::size_t tower, std::uint64_t run, const Ticket& written);
+  /// Adds run `run`'s losses to `sum` one tower at a time, in tower order (the
+  /// sum of a step's micro-batches: pass the earlier runs' total). Waits for
+  /// the copies; vkt::Error when the slot holds another run by now.
+  float add(std::uint64_t run, float sum) const;
+  std::size_t slots() const { return slots_; }
+
+ private:
+  struct TowerSlots {
+    Buffer ring;                     // slots_ floats, host-visible
+    std::vector<Stream> copies;      // per slot: the loss into it
+    std::vector<Ticket> copied;      // per slot, its last copy
+    std::vector<std::uint64_t> run;  // per slot, the run it holds (+1; 0: none)
+  };
+  std::size_t slots_;
+  std::vector<TowerSlots> towers_;
+};
+
+}  // namespace vkt
