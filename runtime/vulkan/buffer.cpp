@@ -58,6 +58,39 @@ Buffer::Buffer(Device& device, std::size_t bytes, BufferKind kind)
   }
 }
 
+Buffer::Buffer(Device& device, std::span<std::byte> host_memory)
+    : device_(&device), size_(host_memory.size()), kind_(BufferKind::Staging) {
+  VkExternalMemoryBufferCreateInfo external{};
+  external.sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO;
+  external.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+  VkBufferCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+  info.pNext = &external;
+  info.size = host_memory.size();
+  info.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  const std::uint32_t families[2] = {device.queue_family(QueueKind::Compute),
+                                     device.queue_family(QueueKind::Transfer)};
+  if (device.has_transfer_queue()) {
+    info.sharingMode = VK_SHARING_MODE_CONCURRENT;
+    info.queueFamilyIndexCount = 2;
+    info.pQueueFamilyIndices = families;
+  } else {
+    info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  }
+  VkBuffer raw = VK_NULL_HANDLE;
+  VKT_CHECK(vkCreateBuffer(device.vk_device(), &info, nullptr, &raw));
+  buffer_ = {device.vk_device(), raw};
+  VkMemoryRequirements requirements{};
+  vkGetBufferMemoryRequirements(device.vk_device(), raw, &requirements);
+  allocation_ = device.import_host(host_memory.data(), host_memory.size(), requirements,
+                                   fmt::format("host memory of {} bytes", host_memory.size()));
+  const VkResult bound = vkBindBufferMemory(device.vk_device(), raw, allocation_.memory, 0);
+  if (bound != VK_SUCCESS) {
+    device.free(allocation_);
+    detail::check(bound, "vkBindBufferMemory");
+  }
+}
+
 Buffer::~Buffer() {
   release();
 }

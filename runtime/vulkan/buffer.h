@@ -33,6 +33,11 @@ class Buffer {
   Buffer() = default;
   /// Throws vkt::Error when `bytes` is 0 or more than the device can allocate.
   Buffer(Device& device, std::size_t bytes, BufferKind kind = BufferKind::Storage);
+  /// A staging buffer over host memory the caller owns, imported into `device`
+  /// (Device::host_import_alignment() must be non-zero, and the memory's address
+  /// and size multiples of it). Several Devices may import the same memory; it
+  /// must outlive every buffer over it.
+  Buffer(Device& device, std::span<std::byte> host_memory);
   ~Buffer();
   Buffer(Buffer&& other) noexcept;
   Buffer& operator=(Buffer&& other) noexcept;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "error.h"
@@ -41,6 +43,18 @@ CrossDeviceCopy::CrossDeviceCopy(BufferRange src, std::vector<BufferRange> dsts)
     }
   }
   Device& from = src_.buffer->device();
+  // Where no side is mapped and every Device imports host memory, the bytes
+  // pass through host memory they all import; else through staging buffers.
+  std::size_t alignment = from.host_import_alignment();
+  bool importable = !src_.buffer->mapped() && alignment != 0;
+  for (std::size_t i = 0; i < dsts_.size(); ++i) {
+    const Buffer& dst = *dsts_[i].buffer;
+    if (&dst.device() == &from) continue;
+    const std::size_t a = dst.device().host_import_alignment();
+    importable = importable && !dst.mapped() && a != 0;
+    alignment = std::max(alignment, a);  // powers of two: the largest is a multiple of each
+  }
+  if (!importable) alignment = 0;
   for (std::size_t i = 0; i < dsts_.size(); ++i) {
     if (&dsts_[i].buffer->device() == &from) {
       if (!local_copy_) local_copy_.emplace(from, QueueKind::Transfer);
@@ -49,7 +63,7 @@ CrossDeviceCopy::CrossDeviceCopy(BufferRange src, std::vector<BufferRange> dsts)
       continue;
     }
     Remote remote{dsts_[i], {}, {}};
-    if (!dsts_[i].buffer->mapped()) {
+    if (!dsts_[i].buffer->mapped() && alignment == 0) {
       Device& to = dsts_[i].buffer->device();
       remote.staging = Buffer(to, dsts_[i].size(), BufferKind::Staging);
       remote.upload.emplace(to, QueueKind::Transfer);
@@ -58,12 +72,55 @@ CrossDeviceCopy::CrossDeviceCopy(BufferRange src, std::vector<BufferRange> dsts)
     remotes_.push_back(std::move(remote));
     remote_.push_back(i);
   }
-  if (!remotes_.empty() && !src_.buffer->mapped()) {
+  if (!remotes_.empty() && alignment != 0) {
+    build_imported(alignment);
+  } else if (!remotes_.empty() && !src_.buffer->mapped()) {
     src_staging_ = Buffer(from, src_.size(), BufferKind::Staging);
     download_.emplace(from, QueueKind::Transfer);
     download_->copy(src_, src_staging_);
   }
   tickets_.resize(dsts_.size());
+}
+
+void CrossDeviceCopy::FreeBytes::operator()(std::byte* p) const {
+  std::free(p);
+}
+
+void CrossDeviceCopy::build_imported(std::size_t alignment) {
+  Device& from = src_.buffer->device();
+  const std::size_t bytes = (src_.size() + alignment - 1) / alignment * alignment;
+  for (int k = 0; k < 2; ++k) {
+    Imported m;
+    m.memory.reset(static_cast<std::byte*>(std::aligned_alloc(alignment, bytes)));
+    if (!m.memory) throw Error(fmt::format("out of host memory for a copy of {} bytes", bytes));
+    const std::span<std::byte> memory(m.memory.get(), bytes);
+    m.on_source = Buffer(from, memory);
+    m.in.emplace(from, QueueKind::Transfer);
+    m.in->copy(src_, BufferRange(m.on_source, 0, src_.size()));
+    for (const Remote& r : remotes_) {
+      Device& to = r.dst.buffer->device();
+      m.on_remote.emplace_back(to, memory);
+      m.out.emplace_back(to, QueueKind::Transfer)
+          .copy(BufferRange(m.on_remote.back(), 0, src_.size()), r.dst);
+    }
+    m.copied_out.resize(remotes_.size());
+    imported_.push_back(std::move(m));
+  }
+}
+
+std::span<const Ticket> CrossDeviceCopy::start_imported(std::span<const Ticket> src_ready) {
+  Imported& m = imported_[next_imported_];
+  next_imported_ ^= 1;
+  // The copies out of this memory two starts back (done by now wherever the
+  // caller waited for that step).
+  for (const Ticket& t : m.copied_out) t.wait();
+  m.in->submit(src_ready).wait();  // no semaphore spans two Devices: the host relays
+  ++host_waits_;
+  for (std::size_t k = 0; k < remotes_.size(); ++k) {
+    m.copied_out[k] = m.out[k].submit();
+    tickets_[remote_[k]] = m.copied_out[k];
+  }
+  return tickets_;
 }
 
 std::span<const Ticket> CrossDeviceCopy::start(std::span<const Ticket> src_ready) {
@@ -72,6 +129,7 @@ std::span<const Ticket> CrossDeviceCopy::start(std::span<const Ticket> src_ready
     for (std::size_t i : local_) tickets_[i] = done;
   }
   if (remotes_.empty()) return tickets_;
+  if (!imported_.empty()) return start_imported(src_ready);
   const std::byte* from = nullptr;
   if (download_) {
     download_->submit(src_ready).wait();
@@ -97,6 +155,7 @@ void CrossDeviceCopy::run(std::span<const Ticket> src_ready) {
 }
 
 int CrossDeviceCopy::device_copies() const {
+  if (!imported_.empty()) return 1 + static_cast<int>(remotes_.size() + local_.size());
   int copies = download_ ? 1 : 0;
   for (const Remote& r : remotes_) copies += r.upload ? 1 : 0;
   return copies + static_cast<int>(local_.size());

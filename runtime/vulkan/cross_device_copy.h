@@ -2,6 +2,7 @@
 // Copies between buffers of two Devices through host memory.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
@@ -19,7 +20,11 @@ namespace vkt {
 /// destinations there are (a broadcast: the master's new weights to every
 /// tower). A mapped side skips its staging buffer and copy command, so between
 /// two lavapipe devices a run is one memcpy; a destination on the source's own
-/// Device is a device copy that never touches the host.
+/// Device is a device copy that never touches the host. Where no side is mapped
+/// and every Device imports host memory (DeviceOptions::import_host_memory),
+/// the source's Device copies into host memory that every destination's Device
+/// imports and copies out of: no memcpy (two such allocations, used in turn, so
+/// a run never waits for the last run's copies out).
 ///
 ///   vkt::CrossDeviceCopy to_master(tower_grads, master_grads);
 ///   to_master.run({backward_ticket});   // every step
@@ -47,6 +52,8 @@ class CrossDeviceCopy {
   int device_copies() const;
   /// Times start() has blocked the calling thread so far (for the benches).
   std::uint64_t host_waits() const { return host_waits_; }
+  /// True when the bytes pass through host memory every side imports (no memcpy).
+  bool imports_host_memory() const { return !imported_.empty(); }
 
  private:
   struct Remote {
@@ -64,6 +71,26 @@ class CrossDeviceCopy {
   std::optional<Stream> download_;  // src -> src_staging_
   std::vector<Ticket> tickets_;     // per destination, of the last start()
   std::uint64_t host_waits_ = 0;
+
+  struct FreeBytes {
+    void operator()(std::byte* p) const;
+  };
+  /// Host memory every side imports: the source's copy in, each remote
+  /// destination's copy out.
+  struct Imported {
+    std::unique_ptr<std::byte, FreeBytes> memory;
+    Buffer on_source;
+    std::optional<Stream> in;
+    std::vector<Buffer> on_remote;   // per remote
+    std::vector<Stream> out;         // per remote
+    std::vector<Ticket> copied_out;  // per remote, of the last start() using it
+  };
+  /// Two host allocations of the source's size rounded up to `alignment`,
+  /// each imported by every side, with their copies in and out.
+  void build_imported(std::size_t alignment);
+  std::span<const Ticket> start_imported(std::span<const Ticket> src_ready);
+  std::vector<Imported> imported_;  // two, used in turn; empty: not imported
+  std::size_t next_imported_ = 0;
 };
 
 /// One-off CrossDeviceCopy(src, dst).run(src_ready).

@@ -105,6 +105,21 @@ Device::Device(Instance& instance, std::uint32_t index, DeviceOptions options)
     extensions.push_back("VK_KHR_portability_subset");
   }
 
+  // Host memory import: every device of a cross-device copy then reads and
+  // writes one host allocation (CrossDeviceCopy), no memcpy between them.
+  const bool imports = options_.import_host_memory && info_.api_version_raw >= VK_API_VERSION_1_1 &&
+                       has_device_extension(physical_, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+  if (imports) {
+    extensions.push_back(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+    VkPhysicalDeviceExternalMemoryHostPropertiesEXT host{};
+    host.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT;
+    VkPhysicalDeviceProperties2 properties2{};
+    properties2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+    properties2.pNext = &host;
+    vkGetPhysicalDeviceProperties2(physical_, &properties2);
+    host_import_alignment_ = static_cast<std::size_t>(host.minImportedHostPointerAlignment);
+  }
+
   VkPhysicalDeviceTimelineSemaphoreFeatures timeline{};
   timeline.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES;
   timeline.timelineSemaphore = VK_TRUE;
@@ -128,6 +143,11 @@ Device::Device(Instance& instance, std::uint32_t index, DeviceOptions options)
         reinterpret_cast<PFN_vkWaitSemaphores>(vkGetDeviceProcAddr(device_, wait_name));
     semaphore_value_ =
         reinterpret_cast<PFN_vkGetSemaphoreCounterValue>(vkGetDeviceProcAddr(device_, value_name));
+    if (imports) {
+      host_pointer_properties_ = reinterpret_cast<PFN_vkGetMemoryHostPointerPropertiesEXT>(
+          vkGetDeviceProcAddr(device_, "vkGetMemoryHostPointerPropertiesEXT"));
+      if (host_pointer_properties_ == nullptr) host_import_alignment_ = 0;
+    }
     if (wait_semaphores_ == nullptr || semaphore_value_ == nullptr) {
       throw Error(fmt::format("device {} ({}) does not expose {}; update its driver", index,
                               info_.name, wait_name));
@@ -434,6 +454,46 @@ Device::Allocation Device::allocate(const VkMemoryRequirements& requirements, bo
   }
   allocations_.fetch_add(1);
   allocated_bytes_.fetch_add(allocation.bytes);
+  return allocation;
+}
+
+Device::Allocation Device::import_host(void* pointer, std::size_t bytes,
+                                       const VkMemoryRequirements& requirements,
+                                       const std::string& what) {
+  if (host_import_alignment_ == 0 || bytes < requirements.size ||
+      bytes % host_import_alignment_ != 0 ||
+      reinterpret_cast<std::uintptr_t>(pointer) % host_import_alignment_ != 0) {
+    throw Error(
+        fmt::format("internal: {} cannot import {} bytes of host memory here", what, bytes));
+  }
+  VkMemoryHostPointerPropertiesEXT properties{};
+  properties.sType = VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT;
+  VKT_CHECK(host_pointer_properties_(
+      device_, VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT, pointer, &properties));
+  const std::uint32_t types = properties.memoryTypeBits & requirements.memoryTypeBits;
+  std::uint32_t type = UINT32_MAX;
+  for (std::uint32_t t = 0; t < memory_.memoryTypeCount && type == UINT32_MAX; ++t) {
+    if (types & (1u << t)) type = t;
+  }
+  if (type == UINT32_MAX) {
+    throw Error(fmt::format("device {} ({}) has no memory type to import host memory for {}",
+                            info_.index, info_.name, what));
+  }
+  VkImportMemoryHostPointerInfoEXT import{};
+  import.sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT;
+  import.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+  import.pHostPointer = pointer;
+  VkMemoryAllocateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
+  info.pNext = &import;
+  info.allocationSize = bytes;
+  info.memoryTypeIndex = type;
+  Allocation allocation;
+  VKT_CHECK(vkAllocateMemory(device_, &info, nullptr, &allocation.memory));
+  allocation.mapped = pointer;
+  allocation.bytes = bytes;
+  allocations_.fetch_add(1);
+  allocated_bytes_.fetch_add(bytes);
   return allocation;
 }
 

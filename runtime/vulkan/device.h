@@ -34,6 +34,12 @@ struct DeviceOptions {
   /// so that uploads, downloads and cross-device copies take the staged path with
   /// copy commands that a discrete GPU needs. For testing that path on lavapipe.
   bool force_staging = false;
+  /// Import host memory into the device (VK_EXT_external_memory_host) where it
+  /// offers that: a copy between two Devices through host memory then goes
+  /// source -> one host allocation both import -> destination, two device
+  /// copies and no memcpy (CrossDeviceCopy). Off: through a staging buffer on
+  /// each side and a memcpy between them.
+  bool import_host_memory = true;
   /// The most bytes one host transfer of an unmapped buffer stages at once; a
   /// larger upload or download goes through in pieces of this size, so the
   /// reused staging buffer never exceeds it. At least 1.
@@ -178,6 +184,15 @@ class Device {
   Allocation allocate(const VkMemoryRequirements& requirements, bool host_visible,
                       const std::string& what);
   void free(Allocation& allocation);
+  /// The alignment (of address and size) host memory needs to be imported
+  /// (VkPhysicalDeviceExternalMemoryHostPropertiesEXT); 0 when the device
+  /// does not import host memory (not offered, or DeviceOptions::import_host_memory off).
+  std::size_t host_import_alignment() const { return host_import_alignment_; }
+  /// Imports `bytes` of host memory at `pointer` (both aligned to
+  /// host_import_alignment()) for a buffer of `requirements`; the memory must
+  /// outlive the allocation. Its `mapped` is `pointer`.
+  Allocation import_host(void* pointer, std::size_t bytes, const VkMemoryRequirements& requirements,
+                         const std::string& what);
   /// Counts an object of `kind` that runtime/vulkan made on this device.
   void count_created(DeviceObject kind);
   /// Host transfers of unmapped buffers (Buffer::upload/download): made on
@@ -216,6 +231,8 @@ class Device {
   std::uint64_t max_storage_range_ = 0;
   PFN_vkWaitSemaphores wait_semaphores_ = nullptr;
   PFN_vkGetSemaphoreCounterValue semaphore_value_ = nullptr;
+  PFN_vkGetMemoryHostPointerPropertiesEXT host_pointer_properties_ = nullptr;
+  std::size_t host_import_alignment_ = 0;
 
   std::unique_ptr<PipelineBuilder> pipeline_builder_;
   std::mutex kernels_mutex_;

@@ -70,6 +70,7 @@ struct Config {
   bool staged;
   std::uint64_t binding_limit = 0;  // DeviceOptions::max_storage_buffer_range
   vkt::TowerDevices tower_devices = vkt::TowerDevices::PerTower;
+  bool import_host_memory = false;  // staged copies through host memory every side imports
 };
 
 std::map<std::string, std::vector<float>> train(vkt::VariableMode mode, int towers,
@@ -85,6 +86,7 @@ std::map<std::string, std::vector<float>> train(vkt::VariableMode mode, int towe
        .bucket_bytes = config.bucket_bytes,
        .tower_devices = config.tower_devices,
        .device_options = vkt::DeviceOptions{.force_staging = config.staged,
+                                            .import_host_memory = config.import_host_memory,
                                             .max_storage_buffer_range = config.binding_limit}});
   std::map<std::string, vkt::InputSpec> inputs{{"x", {{kBatch, 5}}}};
   if (sparse) inputs["ids"] = {{kBatch, kIds}, vkt::DType::I32};
@@ -128,18 +130,22 @@ void check_same_bits(vkt::VariableMode mode) {
   int buckets = 0;
   // The fourth: every binding at most 1 KiB, so the sums and the updates are
   // cut into windows (a device with a small maxStorageBufferRange). The last
-  // two: the towers on one shared Device, every copy a device copy.
+  // two but one: the towers on one shared Device, every copy a device copy;
+  // the last: staged copies through host memory both sides import.
   const auto shared = vkt::TowerDevices::Shared;
-  for (const Config& c : {Config{16, P::OnTowerDevice, false}, Config{16, P::SeparateDevice, true},
-                          Config{200, P::OnTowerDevice, true},
-                          Config{std::size_t{1} << 30, P::OnTowerDevice, true,
-                                 vkt::DeviceOptions::kMinStorageBufferRange},
-                          Config{16, P::OnTowerDevice, true, 0, shared},
-                          Config{200, P::SeparateDevice, false, 0, shared}}) {
+  for (const Config& c :
+       {Config{16, P::OnTowerDevice, false}, Config{16, P::SeparateDevice, true},
+        Config{200, P::OnTowerDevice, true},
+        Config{std::size_t{1} << 30, P::OnTowerDevice, true,
+               vkt::DeviceOptions::kMinStorageBufferRange},
+        Config{16, P::OnTowerDevice, true, 0, shared},
+        Config{200, P::SeparateDevice, false, 0, shared},
+        Config{16, P::SeparateDevice, true, 0, vkt::TowerDevices::PerTower, true}}) {
     INFO("bucket bytes " << c.bucket_bytes << ", on tower device "
                          << (c.placement == P::OnTowerDevice) << ", staged " << c.staged
                          << ", binding limit " << c.binding_limit << ", shared device "
-                         << (c.tower_devices == shared));
+                         << (c.tower_devices == shared) << ", host memory imported "
+                         << c.import_host_memory);
     const auto overlapped = train(mode, towers, c, &buckets);
     // Every gradient (16 bytes and more) a bucket of its own.
     if (towers > 1 && c.bucket_bytes == 16) CHECK(buckets >= 4);

@@ -286,6 +286,49 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "Estimator: hooks that take late losses see every step's loss, in order, as a hook that "
+    "takes them at once does, and a late stop ends training after the queued steps",
+    "[estimator]") {
+  struct Recorder : vkt::TrainingHook {
+    explicit Recorder(bool late, std::uint64_t stop_at = 0) : late(late), stop_at(stop_at) {}
+    bool late;
+    std::uint64_t stop_at;
+    std::vector<std::pair<std::uint64_t, float>> seen;
+    void after_step(std::uint64_t step, float loss) override { seen.emplace_back(step, loss); }
+    bool should_stop() const override {
+      return stop_at > 0 && !seen.empty() && seen.back().first >= stop_at;
+    }
+    bool takes_late_losses() const override { return late; }
+  };
+  const auto train = [](const std::shared_ptr<Recorder>& hook, int save_every) {
+    TempDir dir;
+    vkt::RunConfig config = quiet(dir.path);
+    config.save_checkpoints_steps = save_every;
+    vkt::Estimator estimator(vkt::replicate_model_fn(mlp, {.devices = towers(2)}), config,
+                             {{"lr", 0.01}});
+    return estimator.train(training_input(make_data(16, 6), 4), {.max_steps = 9, .hooks = {hook}});
+  };
+  const auto at_once = std::make_shared<Recorder>(false);
+  CHECK(train(at_once, 0) == 9);
+  REQUIRE(at_once->seen.size() == 9);
+  for (const int save_every : {0, 4}) {  // losses handed over before each checkpoint too
+    const auto late = std::make_shared<Recorder>(true);
+    CHECK(train(late, save_every) == 9);
+    CHECK(late->seen == at_once->seen);  // bit for bit
+  }
+  // Asked to stop at step 3: at once, training ends there; late, after the
+  // (at most two) steps already queued, every loss still seen.
+  const auto stops = std::make_shared<Recorder>(false, 3);
+  CHECK(train(stops, 0) == 3);
+  const auto stops_late = std::make_shared<Recorder>(true, 3);
+  const std::uint64_t reached = train(stops_late, 0);
+  CHECK(reached >= 3);
+  CHECK(reached <= 5);
+  CHECK(stops_late->seen.size() == reached);
+  CHECK(stops_late->seen.back().first == reached);
+}
+
+TEST_CASE(
     "Estimator: metrics.csv holds the logged training rows and the evaluation, loss.png is "
     "drawn when gnuplot is installed",
     "[estimator][device-matrix]") {
