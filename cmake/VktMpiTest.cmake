@@ -18,8 +18,6 @@
 # variables are ignored otherwise). Without VKT_WITH_MPI it registers nothing.
 include_guard(GLOBAL)
 
-set(VKT_MPI_EXPECT_FAILURE_SCRIPT "${CMAKE_CURRENT_LIST_DIR}/VktMpiExpectFailure.cmake")
-
 function(vkt_add_mpi_test)
   if(NOT VKT_WITH_MPI)
     return()
@@ -51,7 +49,10 @@ function(vkt_add_mpi_test)
     list(JOIN mpirun "|" joined)
     add_test(NAME ${arg_NAME}
       COMMAND "${CMAKE_COMMAND}" "-DVKT_COMMAND=${joined}" "-DVKT_REGEX=${arg_EXPECT_FAILURE}"
-              "-DVKT_WITHIN=${arg_WITHIN}" -P "${VKT_MPI_EXPECT_FAILURE_SCRIPT}")
+              "-DVKT_WITHIN=${arg_WITHIN}"
+              # Beside this file: a variable set where it was first included
+              # would be empty in the other directories (include_guard).
+              -P "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/VktMpiExpectFailure.cmake")
   else()
     add_test(NAME ${arg_NAME} COMMAND ${mpirun})
   endif()

@@ -168,6 +168,13 @@ void GradientReducer::build(const std::vector<std::vector<Segment>>& towers,
 
   int buckets = 0;
   for (const Segment& s : towers[0]) buckets = std::max(buckets, s.bucket + 1);
+  bucket_spans_.assign(static_cast<std::size_t>(buckets), {0, 0});
+  for (const Window& w : windows) {
+    auto& span = bucket_spans_[static_cast<std::size_t>(w.bucket)];
+    if (span.first == span.second) span.first = w.lo;
+    span.first = std::min(span.first, w.lo);
+    span.second = std::max(span.second, round16(w.hi));
+  }
   sums_.reserve(static_cast<std::size_t>(buckets));
   sums_into_.reserve(static_cast<std::size_t>(buckets));
   for (int b = 0; b < buckets; ++b) {
@@ -240,10 +247,19 @@ void GradientReducer::arrive(std::size_t tower, int bucket, const Ticket& ready)
     std::lock_guard lock(mutex_);
     arrivals_[b].push_back(copied);
   }
-  std::lock_guard lock(mutex_);
-  if (++arrived_[b] < copies_.size() || sums_[b].command_count() == 0) return;
-  const Ticket summed = (accumulate_ ? sums_into_ : sums_)[b].submit(arrivals_[b]);
-  if (summed.value > last_sum_.value) last_sum_ = summed;
+  Ticket summed;
+  {
+    std::lock_guard lock(mutex_);
+    if (++arrived_[b] < copies_.size() || sums_[b].command_count() == 0) return;
+    summed = (accumulate_ ? sums_into_ : sums_)[b].submit(arrivals_[b]);
+    if (summed.value > last_sum_.value) last_sum_ = summed;
+  }
+  if (on_summed_) on_summed_(bucket, summed);
+}
+
+BufferRange GradientReducer::bucket_range(int bucket) const {
+  const auto& [lo, hi] = bucket_spans_.at(static_cast<std::size_t>(bucket));
+  return BufferRange(*destination_.buffer, destination_.offset + lo, hi - lo);
 }
 
 Ticket GradientReducer::finish() {

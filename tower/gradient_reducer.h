@@ -2,6 +2,7 @@
 // Sums the towers' gradients on the consolidation device, bucket by bucket.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -63,6 +64,15 @@ class GradientReducer {
   /// per bucket per step, in any order. A bucket past buckets() holds none of
   /// this reducer's segments: nothing to do.
   void arrive(std::size_t tower, int bucket, const Ticket& ready);
+  /// Bucket `bucket`'s stretch of the destination, from its first summed byte
+  /// to its last (gaps between its gradients included); empty for a bucket
+  /// with none of this reducer's segments.
+  BufferRange bucket_range(int bucket) const;
+  /// `summed(bucket, ticket)` is called each time a bucket's sum is submitted,
+  /// from the thread whose arrival completed it, with the ticket (of the
+  /// consolidation device) after which the destination holds it. Set it before
+  /// the first step.
+  void on_summed(std::function<void(int, const Ticket&)> summed) { on_summed_ = std::move(summed); }
   /// Once every tower has handed over every bucket: the ticket after which
   /// sum() is complete (every bucket's sum is on one queue). Starts a new step.
   Ticket finish();
@@ -102,6 +112,8 @@ class GradientReducer {
   std::vector<Stream> sums_;               // per bucket (empty stream: nothing to sum)
   std::vector<Stream> sums_into_;          // per bucket, adding to the destination
   bool accumulate_ = false;
+  std::vector<std::pair<std::size_t, std::size_t>> bucket_spans_;  // per bucket, in the destination
+  std::function<void(int, const Ticket&)> on_summed_;
 
   std::mutex mutex_;
   std::vector<std::size_t> arrived_;           // per bucket, towers so far this step

@@ -52,11 +52,14 @@ void ProcessExchange::build_staged(const Part& part, Staged& staged) const {
 std::vector<Ticket> ProcessExchange::run(std::span<const Ticket> ready, const std::string& what) {
   std::vector<Ticket> done(sums_.size());
   for (std::size_t k = 0; k < sums_.size(); ++k) done[k] = sum(k, ready, what);
-  if (!blocks_.empty()) {
-    for (const Ticket& t : ready) t.wait();
-    for (const Part& p : blocks_) gather(p, what);
-  }
+  gather(ready, what);
   return done;
+}
+
+void ProcessExchange::gather(std::span<const Ticket> ready, const std::string& what) {
+  if (blocks_.empty()) return;
+  for (const Ticket& t : ready) t.wait();
+  for (const Part& p : blocks_) gather(p, what);
 }
 
 Ticket ProcessExchange::sum(std::size_t k, std::span<const Ticket> ready, const std::string& what) {

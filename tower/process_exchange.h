@@ -46,6 +46,15 @@ class ProcessExchange {
   /// device) after which it holds the sum: work reading it must wait for it.
   /// The gathered parts are complete on return.
   std::vector<Ticket> run(std::span<const Ticket> ready, const std::string& what);
+  /// run()'s two halves. Summed part `k` alone, once `ready` completes (tickets
+  /// of any device; those of the part's count): the ticket after which it
+  /// holds the sum (empty where the host wrote it). Collective: every rank sums
+  /// the parts in the same order.
+  Ticket sum(std::size_t k, std::span<const Ticket> ready, const std::string& what);
+  /// Every gathered part, once `ready` completes; complete on return. Collective.
+  void gather(std::span<const Ticket> ready, const std::string& what);
+  std::size_t summed_parts() const { return sums_.size(); }
+  std::size_t part_bytes(std::size_t k) const { return sums_.at(k).bytes; }
 
   ProcessGroup& processes() const { return processes_; }
 
@@ -58,7 +67,6 @@ class ProcessExchange {
     std::vector<Stream> down, up;    // per chunk: part -> staging[c % 2], and back
   };
   void build_staged(const Part& part, Staged& staged) const;
-  Ticket sum(std::size_t k, std::span<const Ticket> ready, const std::string& what);
   void gather(const Part& part, const std::string& what);
 
   ProcessGroup& processes_;

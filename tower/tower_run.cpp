@@ -15,6 +15,7 @@
 #include "device_list.h"
 #include "loss_ring.h"
 #include "optimizer_calls.h"
+#include "overlapped_exchange.h"
 #include "process_exchange.h"
 #include "sharding.h"
 #include "tower_inputs.h"
@@ -398,6 +399,7 @@ Device& TowerRun::consolidation_device(const Instance& root, std::uint32_t index
 
 TowerRun::~TowerRun() {
   threads_.reset();
+  overlap_.reset();
   exchange_.reset();
   loss_ring_.reset();
   // Whatever records on another object's device goes first.

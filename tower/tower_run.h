@@ -23,6 +23,7 @@ namespace vkt {
 
 class LossRing;
 struct OptimizerCalls;
+class OverlappedExchange;
 class ProcessExchange;
 class ProcessGroup;
 
@@ -160,6 +161,11 @@ class TowerRun {
   HostWaits host_waits() const;
   /// Gradient buckets per step (1 with one tower).
   int buckets() const { return buckets_; }
+  /// True when, across processes, each bucket's sum over the processes starts
+  /// as soon as this process's sum of it is submitted, while the backward
+  /// passes go on (not with RoundRobin or a synchronized batch norm, whose own
+  /// collectives run during the step).
+  bool overlaps_processes() const { return overlap_ != nullptr; }
   /// Commands (dispatches, copies, fills) tower `i`'s step program submits
   /// each step; with one tower that is the whole step, the optimizers' updates
   /// included. How far fusion has driven a step's dispatches down.
@@ -312,6 +318,14 @@ class TowerRun {
   std::vector<Graph*> share_graphs() const;
 
   ReplicateOptions options_;
+  // The towers' Devices: one per tower (its own instance: on lavapipe, devices
+  // of one instance share one thread pool and run one after another; separate
+  // instances run concurrently), or one per physical device (TowerDevices).
+  // First, so that it outlives every member that holds work or memory on them
+  // (a constructor that throws destroys the members alone, in reverse order).
+  std::vector<OwnedDevice> tower_devices_;
+  std::unique_ptr<Instance> master_instance_;
+  std::unique_ptr<Device> master_device_;  // null when the master is on tower 0's Device
   Distribution distribution_{};
   int accumulate_ = 1;  // micro-batches per global step (Train)
   bool exchanges_ = false;
@@ -334,15 +348,8 @@ class TowerRun {
   std::deque<std::vector<Ticket>> submitted_;
   /// Waits for what the train_step call two back submitted, once per Device.
   void wait_two_back();
-  std::unique_ptr<ProcessExchange> exchange_;  // across processes; null: one process
-  // The towers' Devices: one per tower (its own instance: on lavapipe, devices
-  // of one instance share one thread pool and run one after another; separate
-  // instances run concurrently), or one per physical device (TowerDevices).
-  std::vector<OwnedDevice> tower_devices_;
   std::vector<Tower> towers_;
   std::unique_ptr<OptimizerCalls> calls_;
-  std::unique_ptr<Instance> master_instance_;
-  std::unique_ptr<Device> master_device_;  // null when the master is on tower 0's Device
   Device* consolidation_ = nullptr;
   std::unique_ptr<Graph> master_;
   std::unique_ptr<Executor> master_executor_;
@@ -390,6 +397,11 @@ class TowerRun {
   double loss_sum_ = 0;      // sum of scaled tower loss * the tower's real examples
   double examples_sum_ = 0;  // real examples / towers, summed
   std::int64_t tower_batch_ = 0;
+  // Last, so destroyed first: its buffers lie on the devices above.
+  std::unique_ptr<ProcessExchange> exchange_;  // across processes; null: one process
+  // Its buckets exchanged as they are summed (SharedLocalParameterServer and
+  // Mirrored without synchronized batch norm); null: after the step.
+  std::unique_ptr<OverlappedExchange> overlap_;
 };
 
 }  // namespace vkt

@@ -7,6 +7,7 @@
 
 #include "../runtime/vulkan/error.h"
 #include "loss_ring.h"
+#include "overlapped_exchange.h"
 #include "sharding.h"
 #include "tower_inputs.h"
 #include "tower_run.h"
@@ -229,8 +230,16 @@ void TowerRun::train(const HostBatch& features, const HostBatch& labels,
   if (exchanges()) set_accumulating(!first);
   // A bad batch is refused before any tower runs, the step's earlier
   // micro-batches kept; a tower that fails drops the whole step (run_towers).
-  const std::vector<Ticket> done =
-      run_towers(features, labels, std::nullopt, {next_features, next_labels}, fed);
+  // The step's last micro-batch: each bucket's sum over the processes starts
+  // as soon as this process's is submitted.
+  if (overlap_ && last) overlap_->begin(fmt::format("step {}", global_step() + 1));
+  std::vector<Ticket> done;
+  try {
+    done = run_towers(features, labels, std::nullopt, {next_features, next_labels}, fed);
+  } catch (...) {
+    if (overlap_) overlap_->abandon();
+    throw;
+  }
   if (first) step_first_run_ = runs_;
   ++runs_;
   step_completed_ = false;

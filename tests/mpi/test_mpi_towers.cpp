@@ -83,6 +83,9 @@ struct Job {
   vkt::VariableMode mode = vkt::VariableMode::SharedLocalParameterServer;
   int accumulate = 1;  // micro-batches per step
   std::optional<vkt::DeviceOptions> device_options{};
+  std::size_t bucket_bytes = std::size_t{4} << 20;
+  /// Set to whether the buckets were exchanged with the backward passes, and how many.
+  std::pair<bool, int>* overlapped = nullptr;
 };
 
 /// Trains `model` on every global batch of `d` (each rank its slice); returns
@@ -93,6 +96,7 @@ Values train(const Job& job, const vkt::ModelFn& model, const Data& d,
   const auto replicated = vkt::replicate_model_fn(
       model, {.devices = std::vector<std::uint32_t>(static_cast<std::size_t>(job.towers), 0),
               .variable_mode = job.mode,
+              .bucket_bytes = job.bucket_bytes,
               .device_options = job.device_options});
   const int ranks = job.processes ? job.processes->size() : 1;
   const int rank = job.processes ? job.processes->rank() : 0;
@@ -109,6 +113,7 @@ Values train(const Job& job, const vkt::ModelFn& model, const Data& d,
                          {.seed = static_cast<std::uint64_t>(9 + rank)});  // rank 0's must win
   root.set_distribution({.processes = job.processes, .accumulate_steps = job.accumulate});
   vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
+  if (job.overlapped) *job.overlapped = {spec.run->overlaps_processes(), spec.run->buckets()};
   Values out;
   for (std::size_t s = 0; s < d.x.size(); ++s) {
     spec.run->train_step(vkt::rank_rows(d.x[s], rank, ranks), vkt::rank_rows(d.y[s], rank, ranks));
@@ -206,6 +211,33 @@ TEST_CASE("2 processes x 2 towers train the MLP as 1 process x 4 towers, the sam
     }
     CHECK(same_on_every_rank(many));
     CHECK(train(2, &world(), mode) == many);  // a second run: the same bits
+  }
+}
+
+TEST_CASE(
+    "each bucket summed over the processes as soon as it is ready: the same bits as one bucket",
+    "[mpi]") {
+  for (const auto mode :
+       {vkt::VariableMode::SharedLocalParameterServer, vkt::VariableMode::Mirrored}) {
+    for (const bool staged : {false, true}) {
+      for (const int accumulate : {1, 2}) {
+        INFO("variable mode " << static_cast<int>(mode) << ", staged " << staged << ", "
+                              << accumulate << " micro-batches a step");
+        Job job{.processes = &world(),
+                .mode = mode,
+                .accumulate = accumulate,
+                .device_options = vkt::DeviceOptions{.force_staging = staged},
+                .bucket_bytes = std::size_t{1} << 30};
+        const Values whole = train(job, mlp, data(), kMlpValues);
+        job.bucket_bytes = 16;  // every gradient a bucket of its own
+        std::pair<bool, int> overlapped{false, 0};
+        job.overlapped = &overlapped;
+        const Values buckets = train(job, mlp, data(), kMlpValues);
+        CHECK(overlapped == std::pair<bool, int>{true, 4});
+        CHECK(buckets == whole);
+        CHECK(same_on_every_rank(buckets));
+      }
+    }
   }
 }
 
