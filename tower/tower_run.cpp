@@ -13,7 +13,6 @@
 #include "../runtime/vulkan/error.h"
 #include "../runtime/vulkan/instance.h"
 #include "device_list.h"
-#include "loss_ring.h"
 #include "optimizer_calls.h"
 #include "overlapped_exchange.h"
 #include "process_exchange.h"
@@ -245,15 +244,13 @@ void TowerRun::build_one_tower() {
   t.scaled_loss = t.spec.loss;
   t.executor = std::make_unique<Executor>(
       *t.graph, fetches, ExecutorOptions{.timestamps = true, .double_buffered_feeds = true});
-  build_loss_ring();
+  build_losses();
 }
 
-void TowerRun::build_loss_ring() {
+void TowerRun::build_losses() {
   std::vector<BufferRange> losses;
   for (const Tower& t : towers_) losses.push_back(t.executor->range(t.scaled_loss));
-  // The steps kept, the one running and the one being submitted.
-  loss_ring_ =
-      std::make_unique<LossRing>(losses, (kKeptSteps + 2) * static_cast<std::size_t>(accumulate_));
+  losses_ = std::make_unique<StepLosses>(losses, accumulate_);
 }
 
 void TowerRun::build_training(const Instance& root, const std::vector<std::uint32_t>& devices,
@@ -331,7 +328,7 @@ void TowerRun::build_training(const Instance& root, const std::vector<std::uint3
     build_master(root, devices);
   }
   build_state_copies();
-  build_loss_ring();
+  build_losses();
   sparse_arrived_.reserve(static_cast<std::size_t>(n) * towers_.front().sparse_in.size() + 1 +
                           state_in_.size());
 }
@@ -401,7 +398,7 @@ TowerRun::~TowerRun() {
   threads_.reset();
   overlap_.reset();
   exchange_.reset();
-  loss_ring_.reset();
+  losses_.reset();
   // Whatever records on another object's device goes first.
   broadcast_.reset();
   for (Share& share : shares_) {
@@ -422,31 +419,21 @@ TowerRun::~TowerRun() {
 }
 
 float TowerRun::local_loss() {
-  // Training: the current step's micro-batches so far, from the ring.
-  if (loss_ring_) return runs_loss(step_first_run_, runs_);
+  // Training: the current step's micro-batches so far.
+  if (losses_) return losses_->current();
   float total = 0;
   for (Tower& t : towers_) total += t.executor->read(t.scaled_loss)[0];  // tower order
   return total;
 }
 
-float TowerRun::runs_loss(std::uint64_t first, std::uint64_t end) const {
-  float total = 0;
-  for (std::uint64_t run = first; run < end; ++run) total = loss_ring_->add(run, total);
-  return total;
-}
-
 std::vector<TowerRun::StepLoss> TowerRun::take_losses(std::size_t leave) {
   if (mode_ != Mode::Train) throw Error("take_losses: this model was built for another mode");
-  std::vector<StepLoss> taken;
-  while (pending_losses_.size() > leave) {
-    const PendingLoss p = pending_losses_.front();
-    pending_losses_.pop_front();
-    float total = runs_loss(p.first_run, p.first_run + static_cast<std::uint64_t>(accumulate_));
-    if (processes() > 1) {  // rank order
-      distribution_.processes->allreduce_sum(std::span<float>(&total, 1),
-                                             fmt::format("step {}: the loss", p.step));
+  std::vector<StepLoss> taken = losses_->take(leave);
+  if (processes() > 1) {  // rank order
+    for (StepLoss& l : taken) {
+      distribution_.processes->allreduce_sum(std::span<float>(&l.loss, 1),
+                                             fmt::format("step {}: the loss", l.step));
     }
-    taken.push_back({p.step, total});
   }
   return taken;
 }
@@ -495,8 +482,7 @@ void TowerRun::restore(const std::string& path) {
 
 void TowerRun::restore_local(const std::string& path) {
   micro_ = 0;  // a step part-way through accumulation is dropped with the old variables
-  step_first_run_ = runs_;
-  pending_losses_.clear();
+  if (losses_) losses_->reset();
   const CheckpointMatch match =
       mode_ == Mode::Train ? CheckpointMatch::Exact : CheckpointMatch::GraphSubset;
   if (!shares_.empty()) {

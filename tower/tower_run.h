@@ -17,11 +17,12 @@
 #include "gradient_reducer.h"
 #include "replica_sum.h"
 #include "replicate.h"
+#include "step_losses.h"
+#include "step_pacing.h"
 #include "tower_threads.h"
 
 namespace vkt {
 
-class LossRing;
 struct OptimizerCalls;
 class OverlappedExchange;
 class ProcessExchange;
@@ -81,10 +82,7 @@ class TowerRun {
   /// (after the k-th, what one batch of k micro-batches reports).
   float loss();
   /// A finished step's loss, as loss() gave it right after the step.
-  struct StepLoss {
-    std::uint64_t step = 0;  ///< the global step it completed
-    float loss = 0;
-  };
+  using StepLoss = vkt::StepLoss;
   /// The losses of the completed steps not taken yet, oldest first, all but
   /// the newest `leave`: read without waiting for the steps after them, so
   /// a loop that takes each step's loss two steps late never stalls the
@@ -96,7 +94,7 @@ class TowerRun {
   ///   run.train_step(batch.features, batch.labels);
   ///   for (const auto& [step, loss] : run.take_losses(2)) log(step, loss);
   std::vector<StepLoss> take_losses(std::size_t leave = 0);
-  static constexpr std::size_t kKeptSteps = 3;
+  static constexpr std::size_t kKeptSteps = StepLosses::kKept;
   /// True when the last train_step completed a global step (always, without
   /// accumulation; on the k-th micro-batch with it).
   bool step_completed() const { return step_completed_; }
@@ -211,8 +209,8 @@ class TowerRun {
                     const std::vector<std::uint32_t>& devices, const Params& params, float scale);
   void build_eval_predict(float scale);
   void build_one_tower();
-  /// Training: the ring every tower's run copies its loss into (loss_ring_).
-  void build_loss_ring();
+  /// Training: where every tower's run leaves its loss (losses_).
+  void build_losses();
   void build_training(const Instance& root, const std::vector<std::uint32_t>& devices, float scale);
   /// Gradient k (of every tower's `gradients`, in call order) travels in bucket
   /// gradient_bucket_[k]: tower 0's gradients in the order its backward pass
@@ -331,23 +329,9 @@ class TowerRun {
   bool exchanges_ = false;
   int micro_ = 0;  // micro-batches of the current step done
   bool step_completed_ = false;
-  // Training: every tower's loss of the last runs (LossRing), the runs so
-  // far, the first run of the current step, and the completed steps whose
-  // losses take_losses() has not handed out.
-  std::unique_ptr<LossRing> loss_ring_;
-  std::uint64_t runs_ = 0;
-  std::uint64_t step_first_run_ = 0;
-  struct PendingLoss {
-    std::uint64_t step, first_run;
-  };
-  std::deque<PendingLoss> pending_losses_;
-  /// The sum, in run and tower order, of the losses of runs [first, end).
-  float runs_loss(std::uint64_t first, std::uint64_t end) const;
-  // Per train_step call, every Device's last submitted tickets after it: the
-  // next call but one waits for them (the one host wait of a step).
-  std::deque<std::vector<Ticket>> submitted_;
-  /// Waits for what the train_step call two back submitted, once per Device.
-  void wait_two_back();
+  // Training: every run's and completed step's losses; the one host wait a step.
+  std::unique_ptr<StepLosses> losses_;
+  StepPacing pacing_;
   std::vector<Tower> towers_;
   std::unique_ptr<OptimizerCalls> calls_;
   Device* consolidation_ = nullptr;

@@ -6,7 +6,6 @@
 #include <chrono>
 
 #include "../runtime/vulkan/error.h"
-#include "loss_ring.h"
 #include "overlapped_exchange.h"
 #include "sharding.h"
 #include "tower_inputs.h"
@@ -116,7 +115,7 @@ std::vector<Ticket> TowerRun::run_towers(const HostBatch& features, const HostBa
       throw;
     }
     t.weights_arrived = Ticket{};
-    if (loss_ring_) loss_ring_->record(static_cast<std::size_t>(i), runs_, ticket);
+    if (losses_) losses_->record(static_cast<std::size_t>(i), ticket);
     // The next batch's shard goes to the other feed buffer while this step runs.
     if (!next_shards.empty()) feed(i, next_shards[static_cast<std::size_t>(i)]);
     // Each bucket goes as soon as the backward pass has written it.
@@ -223,7 +222,7 @@ void TowerRun::train(const HostBatch& features, const HostBatch& labels,
     return std::chrono::duration<double, std::milli>(b - a).count();
   };
   const Clock::time_point start = Clock::now();
-  wait_two_back();
+  if (pacing_.wait_two_back(all_devices())) ++step_thread_waits_;
   // A step's later micro-batches add to its sums; its first overwrites them.
   const bool first = micro_ == 0;
   const bool last = micro_ + 1 == accumulate_;
@@ -240,23 +239,14 @@ void TowerRun::train(const HostBatch& features, const HostBatch& labels,
     if (overlap_) overlap_->abandon();
     throw;
   }
-  if (first) step_first_run_ = runs_;
-  ++runs_;
+  losses_->run_done(first);
   step_completed_ = false;
   const Clock::time_point towers_done = Clock::now();
   times_ = {ms(start, towers_done), 0, 0, 0};
   slowest_unread_ = true;
   const auto finish = [&] {
-    if (step_completed_) {
-      if (pending_losses_.size() == kKeptSteps) pending_losses_.pop_front();  // never taken
-      pending_losses_.push_back({global_step(), step_first_run_});
-    }
-    std::vector<Ticket> submitted;
-    for (const Device* device : all_devices()) {
-      const std::vector<Ticket> latest = device->submitted();
-      submitted.insert(submitted.end(), latest.begin(), latest.end());
-    }
-    submitted_.push_back(std::move(submitted));
+    if (step_completed_) losses_->step_done(global_step());
+    pacing_.submitted(all_devices());
     times_.step = ms(start, Clock::now());
   };
   if (!exchanges()) {
@@ -320,23 +310,6 @@ void TowerRun::apply_step(const Ticket& summed, std::chrono::steady_clock::time_
   }
   times_.apply = ms(reduced, updated);
   times_.copy_back = ms(updated, Clock::now());
-}
-
-void TowerRun::wait_two_back() {
-  // The step two back, so the last one stays queued behind the running one;
-  // every later wait of this step (a feed buffer, an update's parameters, a
-  // loss) is for work at or before it, which the Device then knows is done.
-  if (submitted_.size() < 2) return;
-  const std::vector<Ticket> tickets = std::move(submitted_.front());
-  submitted_.pop_front();
-  for (const Device* device : all_devices()) {
-    std::vector<Ticket> mine;
-    for (const Ticket& t : tickets) {
-      if (t.device == device) mine.push_back(t);
-    }
-    device->wait_all(mine);
-  }
-  ++step_thread_waits_;
 }
 
 void TowerRun::set_accumulating(bool accumulate) {

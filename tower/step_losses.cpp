@@ -1,0 +1,50 @@
+#include "step_losses.h"
+
+namespace vkt {
+
+StepLosses::StepLosses(const std::vector<BufferRange>& tower_losses, int runs_per_step)
+    : runs_per_step_(runs_per_step),
+      // The steps kept, the one running and the one being submitted.
+      ring_(tower_losses, (kKept + 2) * static_cast<std::size_t>(runs_per_step)) {}
+
+void StepLosses::record(std::size_t tower, const Ticket& written) {
+  ring_.record(tower, runs_, written);
+}
+
+void StepLosses::run_done(bool first) {
+  if (first) step_first_ = runs_;
+  ++runs_;
+}
+
+void StepLosses::step_done(std::uint64_t step) {
+  if (pending_.size() == kKept) pending_.pop_front();  // never taken
+  pending_.push_back({step, step_first_});
+}
+
+float StepLosses::current() const {
+  return sum(step_first_, runs_);
+}
+
+std::vector<StepLoss> StepLosses::take(std::size_t leave) {
+  std::vector<StepLoss> taken;
+  while (pending_.size() > leave) {
+    const Pending p = pending_.front();
+    pending_.pop_front();
+    taken.push_back(
+        {p.step, sum(p.first_run, p.first_run + static_cast<std::uint64_t>(runs_per_step_))});
+  }
+  return taken;
+}
+
+void StepLosses::reset() {
+  step_first_ = runs_;
+  pending_.clear();
+}
+
+float StepLosses::sum(std::uint64_t first, std::uint64_t end) const {
+  float total = 0;
+  for (std::uint64_t run = first; run < end; ++run) total = ring_.add(run, total);
+  return total;
+}
+
+}  // namespace vkt
