@@ -254,3 +254,33 @@ TEST_CASE("the device counts every host wait on a submitted ticket, and nothing 
   stepped.wait();
   CHECK(device.host_waits() == before + 3);
 }
+
+TEST_CASE("a Device makes the compute queues asked for, as far as the device offers them") {
+  vkt::Instance instance;
+  vkt::Device device(instance, 0, vkt::DeviceOptions{.compute_queues = 4});
+  const std::uint32_t lanes = device.compute_queues();
+  CHECK(lanes >= 1);
+  CHECK(lanes <= 4);
+  if (device.info().is_lavapipe) CHECK(lanes == 1);  // lavapipe offers one queue
+  // Work on the last queue, waited for by work on the first: the same values.
+  const std::uint32_t n = 256;
+  vkt::Buffer bx(device, n * sizeof(float)), by(device, n * sizeof(float));
+  bx.upload(std::vector<float>(n, 1.0f));
+  by.upload(std::vector<float>(n, 0.0f));
+  const vkt::Kernel& saxpy = device.kernel({.shader = "saxpy", .local_size = {256, 1, 1}});
+  struct {
+    float a;
+    std::uint32_t n;
+  } params{2.0f, n};
+  vkt::Stream last(device, vkt::QueueKind::Compute, lanes - 1);
+  last.dispatch(saxpy, {bx, by}, params, vkt::Stream::groups_for(saxpy, n));
+  vkt::Stream first(device, vkt::QueueKind::Compute, 0);
+  first.dispatch(saxpy, {bx, by}, params, vkt::Stream::groups_for(saxpy, n));
+  const vkt::Ticket a = last.submit();
+  CHECK(a.lane == lanes - 1);
+  first.submit({&a, 1}).wait();
+  CHECK(by.download<float>() == std::vector<float>(n, 4.0f));
+  CHECK(device.submitted().size() == lanes + (device.has_transfer_queue() ? 1u : 0u));
+  CHECK_THROWS_WITH(vkt::Stream(device, vkt::QueueKind::Compute, lanes),
+                    Catch::Matchers::Contains("compute queue"));
+}

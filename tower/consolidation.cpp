@@ -188,8 +188,10 @@ void TowerRun::build_mirrored(const Instance& root, const std::vector<std::uint3
   std::vector<std::vector<GradientReducer::Segment>> segments;
   for (std::size_t i = 0; i < towers_.size(); ++i) {
     Tower& t = towers_[i];
-    t.updates = std::make_unique<Executor>(*t.graph, updates[i],
-                                           ExecutorOptions{.double_buffered_feeds = true});
+    // On the tower's own queue: its next step follows its update there.
+    t.updates = std::make_unique<Executor>(
+        *t.graph, updates[i],
+        ExecutorOptions{.double_buffered_feeds = true, .compute_queue = t.lane});
     if (t.updates->gradient_arena().size() != t.executor->gradient_arena().size()) {
       throw Error("internal: a tower's update program does not line up with its gradients");
     }

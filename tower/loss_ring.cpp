@@ -8,15 +8,19 @@
 
 namespace vkt {
 
-LossRing::LossRing(const std::vector<BufferRange>& losses, std::size_t slots) : slots_(slots) {
-  if (slots == 0) throw Error("internal: a loss ring of no slots");
-  for (const BufferRange& loss : losses) {
+LossRing::LossRing(const std::vector<BufferRange>& losses, const std::vector<std::uint32_t>& lanes,
+                   std::size_t slots)
+    : slots_(slots) {
+  if (slots == 0 || lanes.size() != losses.size()) throw Error("internal: a loss ring's shape");
+  for (std::size_t i = 0; i < losses.size(); ++i) {
+    const BufferRange& loss = losses[i];
     if (loss.size() != 4) throw Error("internal: a tower's loss is not one float");
     TowerSlots t;
     Device& device = loss.buffer->device();
     t.ring = Buffer(device, slots * 4, BufferKind::Staging);
     for (std::size_t k = 0; k < slots; ++k) {
-      t.copies.emplace_back(device).copy(loss, BufferRange(t.ring, k * 4, 4));
+      t.copies.emplace_back(device, QueueKind::Compute, lanes[i])
+          .copy(loss, BufferRange(t.ring, k * 4, 4));
     }
     t.copied.resize(slots);
     t.run.assign(slots, 0);

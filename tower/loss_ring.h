@@ -16,14 +16,17 @@ namespace vkt {
 /// submitted, without waiting for them. Built once: the slots and the recorded
 /// copies are reused.
 ///
-///   vkt::LossRing ring({tower0_loss, tower1_loss}, 8);
+///   vkt::LossRing ring({tower0_loss, tower1_loss}, {0, 0}, 8);
 ///   ring.record(0, run, tower0_step);  // from each tower's thread, after its step
 ///   ring.record(1, run, tower1_step);
 ///   float loss = ring.add(run, 0.0f);  // later: tower 0's, then tower 1's
 class LossRing {
  public:
-  /// `losses[i]`: tower i's loss, 4 bytes of its Device. Keeps `slots` runs.
-  LossRing(const std::vector<BufferRange>& losses, std::size_t slots);
+  /// `losses[i]`: tower i's loss, 4 bytes of its Device, written on its
+  /// compute queue `lanes[i]` (where the copies go too: the tower's next run
+  /// then overwrites the loss only after they read it). Keeps `slots` runs.
+  LossRing(const std::vector<BufferRange>& losses, const std::vector<std::uint32_t>& lanes,
+           std::size_t slots);
 
   /// Tower `tower`'s run `run` has written its loss once `written` (of its
   /// Device) completes: copies it into the run's slot. Each tower from its own

@@ -2,10 +2,11 @@
 
 namespace vkt {
 
-StepLosses::StepLosses(const std::vector<BufferRange>& tower_losses, int runs_per_step)
+StepLosses::StepLosses(const std::vector<BufferRange>& tower_losses,
+                       const std::vector<std::uint32_t>& lanes, int runs_per_step)
     : runs_per_step_(runs_per_step),
       // The steps kept, the one running and the one being submitted.
-      ring_(tower_losses, (kKept + 2) * static_cast<std::size_t>(runs_per_step)) {}
+      ring_(tower_losses, lanes, (kKept + 2) * static_cast<std::size_t>(runs_per_step)) {}
 
 void StepLosses::record(std::size_t tower, const Ticket& written) {
   ring_.record(tower, runs_, written);

@@ -32,8 +32,10 @@ struct StepLoss {
 class StepLosses {
  public:
   static constexpr std::size_t kKept = 3;
-  /// `tower_losses[i]`: tower i's scaled loss (4 bytes of its Device).
-  StepLosses(const std::vector<BufferRange>& tower_losses, int runs_per_step);
+  /// `tower_losses[i]`: tower i's scaled loss (4 bytes of its Device), written
+  /// on its compute queue `lanes[i]`.
+  StepLosses(const std::vector<BufferRange>& tower_losses, const std::vector<std::uint32_t>& lanes,
+             int runs_per_step);
 
   /// Tower `tower`'s current run wrote its loss once `written` completes.
   void record(std::size_t tower, const Ticket& written);

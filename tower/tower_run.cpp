@@ -144,6 +144,10 @@ void TowerRun::build_towers(ModelContext& root, const ModelFn& model_fn,
   for (int i = 0; i < n; ++i) {
     Tower t;
     t.device = &tower_device(root.instance(), devices, i);
+    // Towers sharing a Device each take a compute queue of their own, where it has enough.
+    std::uint32_t before = 0;
+    for (const Tower& earlier : towers_) before += earlier.device == t.device ? 1 : 0;
+    t.lane = before % t.device->compute_queues();
     GraphOptions graph_options = root.graph_options();
     graph_options.replica = static_cast<std::uint32_t>(i);  // its own dropout masks
     t.graph = std::make_unique<Graph>(*t.device, graph_options);
@@ -249,8 +253,12 @@ void TowerRun::build_one_tower() {
 
 void TowerRun::build_losses() {
   std::vector<BufferRange> losses;
-  for (const Tower& t : towers_) losses.push_back(t.executor->range(t.scaled_loss));
-  losses_ = std::make_unique<StepLosses>(losses, accumulate_);
+  std::vector<std::uint32_t> lanes;
+  for (const Tower& t : towers_) {
+    losses.push_back(t.executor->range(t.scaled_loss));
+    lanes.push_back(t.lane);
+  }
+  losses_ = std::make_unique<StepLosses>(losses, lanes, accumulate_);
 }
 
 void TowerRun::build_training(const Instance& root, const std::vector<std::uint32_t>& devices,
@@ -315,6 +323,7 @@ void TowerRun::build_training(const Instance& root, const std::vector<std::uint3
             .ready_groups = ready_groups(t),
             .timestamps = true,
             .double_buffered_feeds = true,
+            .compute_queue = t.lane,
             .replica_sum = [sums = replica_sum_.get(), i](std::size_t, std::span<const float> local,
                                                           std::span<float> sum) {
               sums->exchange(i, local, sum);
@@ -358,9 +367,14 @@ Device& TowerRun::tower_device(const Instance& root, const std::vector<std::uint
       if (owned.device->info().index == index) return *owned.device;
     }
   }
+  DeviceOptions options = device_options();
+  if (shared) {  // a compute queue per tower on it, as far as the device offers
+    options.compute_queues =
+        static_cast<std::uint32_t>(std::count(devices.begin(), devices.end(), index));
+  }
   OwnedDevice owned;
   owned.instance = own_instance(root, index);
-  owned.device = std::make_unique<Device>(*owned.instance, index, device_options());
+  owned.device = std::make_unique<Device>(*owned.instance, index, options);
   tower_devices_.push_back(std::move(owned));
   return *tower_devices_.back().device;
 }

@@ -184,6 +184,7 @@ class TowerRun {
   };
   struct Tower {
     Device* device = nullptr;  // in tower_devices_
+    std::uint32_t lane = 0;    // its compute queue on `device`
     std::unique_ptr<Graph> graph;
     EstimatorSpec spec;
     Tensor scaled_loss;

@@ -70,7 +70,7 @@ Executor::Executor(Graph& graph, std::vector<Tensor> fetches, ExecutorOptions op
     : graph_(&graph),
       options_(options),
       fetches_(std::move(fetches)),
-      stream_(graph.device()),
+      stream_(graph.device(), QueueKind::Compute, options.compute_queue),
       step_(graph.global_step()),
       seen_global_step_(graph.global_step()) {
   if (fetches_.empty()) throw Error("an Executor needs at least one tensor to fetch");
@@ -238,7 +238,7 @@ void Executor::plan(const std::vector<int>& order) {
   if (options_.double_buffered_feeds) {
     for (int k = 0; k < 2; ++k) {
       feed_buffers_[k] = Buffer(device, feed_arena_.size(), BufferKind::Staging);
-      feed_copies_[k].emplace(device);
+      feed_copies_[k].emplace(device, QueueKind::Compute, options_.compute_queue);
       feed_copies_[k]->copy(feed_buffers_[k], feed_arena_);
     }
   } else if (!feed_arena_.mapped()) {

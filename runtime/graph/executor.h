@@ -37,6 +37,10 @@ struct ExecutorOptions {
   /// next batch uploads while this one computes. Every input must then be fed
   /// before each run.
   bool double_buffered_feeds = false;
+  /// The device's compute queue the program runs on (below
+  /// Device::compute_queues()): towers sharing one Device each take their own,
+  /// so their steps may run side by side.
+  std::uint32_t compute_queue = 0;
   /// Record fused kernels where the program allows (the same values, fewer
   /// dispatches): an op with an earlier one it absorbs (a small loss and its
   /// gradient, a dense layer's dpre and bias gradient), and chains of

@@ -84,16 +84,21 @@ Device::Device(Instance& instance, std::uint32_t index, DeviceOptions options)
   }
   maps_storage_ = info_.unified_memory && !options_.force_staging;
 
+  if (options_.compute_queues == 0) {
+    throw Error("DeviceOptions::compute_queues is 0: give at least 1 (the default)");
+  }
   const detail::QueueFamilies families = detail::find_queue_families(physical_);
-  const float priority = 1.0f;
+  const std::uint32_t lanes =
+      std::max<std::uint32_t>(1, std::min(options_.compute_queues, families.compute_queues));
+  const std::vector<float> priorities(lanes, 1.0f);
   std::vector<VkDeviceQueueCreateInfo> queues;
   for (std::uint32_t family : {families.compute, families.transfer}) {
     if (family == UINT32_MAX) continue;
     VkDeviceQueueCreateInfo q{};
     q.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
     q.queueFamilyIndex = family;
-    q.queueCount = 1;
-    q.pQueuePriorities = &priority;
+    q.queueCount = family == families.compute ? lanes : 1;
+    q.pQueuePriorities = priorities.data();
     queues.push_back(q);
   }
 
@@ -153,9 +158,9 @@ Device::Device(Instance& instance, std::uint32_t index, DeviceOptions options)
                               info_.name, wait_name));
     }
 
-    auto make_queue = [&](Queue& q, std::uint32_t family) {
+    auto make_queue = [&](Queue& q, std::uint32_t family, std::uint32_t index) {
       q.family = family;
-      vkGetDeviceQueue(device_, family, 0, &q.queue);
+      vkGetDeviceQueue(device_, family, index, &q.queue);
       VkSemaphoreTypeCreateInfo type{};
       type.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO;
       type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
@@ -165,8 +170,11 @@ Device::Device(Instance& instance, std::uint32_t index, DeviceOptions options)
       semaphore.pNext = &type;
       VKT_CHECK(vkCreateSemaphore(device_, &semaphore, nullptr, &q.timeline));
     };
-    make_queue(compute_, families.compute);
-    if (families.transfer != UINT32_MAX) make_queue(transfer_, families.transfer);
+    compute_.resize(lanes);
+    for (std::uint32_t lane = 0; lane < lanes; ++lane) {
+      make_queue(compute_[lane], families.compute, lane);
+    }
+    if (families.transfer != UINT32_MAX) make_queue(transfer_, families.transfer, 0);
 
     DeviceCacheKey key{.vendor_id = properties.vendorID,
                        .device_id = properties.deviceID,
@@ -222,7 +230,7 @@ void Device::release() {
   pipeline_builder_.reset();
   pipeline_cache_.reset();
   tuning_.reset();
-  for (Queue* q : {&compute_, &transfer_}) {
+  for (Queue* q : all_queues()) {
     if (q->timeline != VK_NULL_HANDLE) vkDestroySemaphore(device_, q->timeline, nullptr);
     q->timeline = VK_NULL_HANDLE;
   }
@@ -265,28 +273,44 @@ HostTransfer& Device::host_transfer() {
 }
 
 void Device::wait_idle() {
-  for (Queue* q : {&compute_, &transfer_}) {
-    if (q->queue == VK_NULL_HANDLE) continue;
-    std::lock_guard lock(*q->mutex);
-    wait(Ticket{this, q == &compute_ ? QueueKind::Compute : QueueKind::Transfer, q->last_value});
-  }
+  wait_all(submitted());
 }
 
-const Device::Queue& Device::queue(QueueKind kind) const {
-  return kind == QueueKind::Transfer && transfer_.queue != VK_NULL_HANDLE ? transfer_ : compute_;
+std::vector<Device::Queue*> Device::all_queues() {
+  std::vector<Queue*> all;
+  for (Queue& q : compute_) all.push_back(&q);
+  all.push_back(&transfer_);
+  return all;
 }
-Device::Queue& Device::queue(QueueKind kind) {
-  return kind == QueueKind::Transfer && transfer_.queue != VK_NULL_HANDLE ? transfer_ : compute_;
+
+const Device::Queue& Device::queue(QueueKind kind, std::uint32_t lane) const {
+  return const_cast<Device*>(this)->queue(kind, lane);
+}
+Device::Queue& Device::queue(QueueKind kind, std::uint32_t lane) {
+  if (kind == QueueKind::Transfer && transfer_.queue != VK_NULL_HANDLE) return transfer_;
+  if (kind == QueueKind::Transfer) return compute_.front();
+  if (lane >= compute_.size()) {
+    throw Error(fmt::format("internal: compute queue {} of device {}'s {}", lane, info_.index,
+                            compute_.size()));
+  }
+  return compute_[lane];
 }
 
 Ticket Device::submit(QueueKind kind, VkCommandBuffer commands, std::span<const Ticket> waits) {
-  return submit(kind, std::span<const VkCommandBuffer>(&commands, 1), waits);
+  return submit(kind, 0, std::span<const VkCommandBuffer>(&commands, 1), waits);
 }
 
 Ticket Device::submit(QueueKind kind, std::span<const VkCommandBuffer> commands,
                       std::span<const Ticket> waits) {
+  return submit(kind, 0, commands, waits);
+}
+
+Ticket Device::submit(QueueKind kind, std::uint32_t lane, std::span<const VkCommandBuffer> commands,
+                      std::span<const Ticket> waits) {
   if (commands.empty()) throw Error("internal: a submit of no command buffers");
-  Queue& q = queue(kind);
+  const bool transfer = kind == QueueKind::Transfer && has_transfer_queue();
+  if (kind == QueueKind::Transfer) lane = 0;
+  Queue& q = queue(kind, lane);
   std::vector<VkSemaphore> wait_semaphores;
   std::vector<std::uint64_t> wait_values;
   std::vector<VkPipelineStageFlags> wait_stages;
@@ -297,7 +321,7 @@ Ticket Device::submit(QueueKind kind, std::span<const VkCommandBuffer> commands,
           "a submit can wait only for tickets of its own Device; wait for another "
           "device's ticket on the host (ticket.wait()) first");
     }
-    wait_semaphores.push_back(queue(t.queue).timeline);
+    wait_semaphores.push_back(queue(t.queue, t.lane).timeline);
     wait_values.push_back(t.value);
     wait_stages.push_back(VK_PIPELINE_STAGE_ALL_COMMANDS_BIT);
   }
@@ -329,10 +353,8 @@ Ticket Device::submit(QueueKind kind, std::span<const VkCommandBuffer> commands,
   }
   VKT_CHECK(vkQueueSubmit(q.queue, static_cast<std::uint32_t>(n), submits.data(), VK_NULL_HANDLE));
   q.last_value = signals.back();
-  return Ticket{this,
-                kind == QueueKind::Transfer && has_transfer_queue() ? QueueKind::Transfer
-                                                                    : QueueKind::Compute,
-                signals.back()};
+  return Ticket{this, transfer ? QueueKind::Transfer : QueueKind::Compute, signals.back(),
+                transfer ? 0 : lane};
 }
 
 void Device::wait(const Ticket& ticket) const {
@@ -347,7 +369,7 @@ void Device::wait_all(std::span<const Ticket> tickets) const {
   for (const Ticket& t : tickets) {
     if (t.value == 0 || t.device == nullptr) continue;
     if (t.device != this) throw Error("internal: Device::wait_all given another device's ticket");
-    const Queue& q = queue(t.queue);
+    const Queue& q = queue(t.queue, t.lane);
     if (t.value <= q.waited->load(std::memory_order_acquire)) continue;
     const auto at = std::find(queues.begin(), queues.end(), &q);
     if (at == queues.end()) {
@@ -377,18 +399,20 @@ void Device::wait_all(std::span<const Ticket> tickets) const {
 
 std::vector<Ticket> Device::submitted() const {
   std::vector<Ticket> tickets;
-  for (const QueueKind kind : {QueueKind::Compute, QueueKind::Transfer}) {
-    if (kind == QueueKind::Transfer && !has_transfer_queue()) continue;
-    const Queue& q = queue(kind);
-    std::lock_guard lock(*q.mutex);
-    tickets.push_back(Ticket{this, kind, q.last_value});
+  for (std::uint32_t lane = 0; lane < compute_.size(); ++lane) {
+    std::lock_guard lock(*compute_[lane].mutex);
+    tickets.push_back(Ticket{this, QueueKind::Compute, compute_[lane].last_value, lane});
+  }
+  if (has_transfer_queue()) {
+    std::lock_guard lock(*transfer_.mutex);
+    tickets.push_back(Ticket{this, QueueKind::Transfer, transfer_.last_value});
   }
   return tickets;
 }
 
 bool Device::done(const Ticket& ticket) const {
   std::uint64_t value = 0;
-  VKT_CHECK(semaphore_value_(device_, queue(ticket.queue).timeline, &value));
+  VKT_CHECK(semaphore_value_(device_, queue(ticket.queue, ticket.lane).timeline, &value));
   return value >= ticket.value;
 }
 

@@ -40,6 +40,10 @@ struct DeviceOptions {
   /// copies and no memcpy (CrossDeviceCopy). Off: through a staging buffer on
   /// each side and a memcpy between them.
   bool import_host_memory = true;
+  /// Compute queues to make, at most as many as the device's compute family
+  /// offers (NVIDIA 16, AMD 8, lavapipe 1): work submitted to different ones
+  /// may run side by side (towers sharing one Device take one each). At least 1.
+  std::uint32_t compute_queues = 1;
   /// The most bytes one host transfer of an unmapped buffer stages at once; a
   /// larger upload or download goes through in pieces of this size, so the
   /// reused staging buffer never exceeds it. At least 1.
@@ -107,6 +111,8 @@ class Device {
   /// no force_staging): host transfers are memcpy, with no staging buffer.
   bool maps_storage() const { return maps_storage_; }
   bool has_transfer_queue() const { return transfer_.queue != VK_NULL_HANDLE; }
+  /// The compute queues made (DeviceOptions::compute_queues, as far as offered).
+  std::uint32_t compute_queues() const { return static_cast<std::uint32_t>(compute_.size()); }
   /// The largest range one storage-buffer binding may take: the device's
   /// maxStorageBufferRange, or DeviceOptions::max_storage_buffer_range if smaller.
   std::uint64_t max_storage_buffer_range() const { return max_storage_range_; }
@@ -151,6 +157,9 @@ class Device {
   std::uint32_t queue_family(QueueKind kind) const { return queue(kind).family; }
   /// Submits one command buffer that waits for `waits` and returns its ticket.
   Ticket submit(QueueKind kind, VkCommandBuffer commands, std::span<const Ticket> waits);
+  /// The same on compute queue `lane` (Transfer: the transfer queue, lane ignored).
+  Ticket submit(QueueKind kind, std::uint32_t lane, std::span<const VkCommandBuffer> commands,
+                std::span<const Ticket> waits);
   /// Submits `commands` in order in one queue submission, the first waiting for
   /// `waits`; each signals its own value, consecutive on the queue's timeline, so
   /// command buffer k is done at ticket(last).value - (size - 1 - k). Returns the
@@ -212,8 +221,9 @@ class Device {
     std::unique_ptr<std::atomic<std::uint64_t>> waited =
         std::make_unique<std::atomic<std::uint64_t>>(0);
   };
-  const Queue& queue(QueueKind kind) const;
-  Queue& queue(QueueKind kind);
+  std::vector<Queue*> all_queues();
+  const Queue& queue(QueueKind kind, std::uint32_t lane = 0) const;
+  Queue& queue(QueueKind kind, std::uint32_t lane = 0);
   void release();
 
   Instance* instance_;
@@ -223,7 +233,7 @@ class Device {
   VkPhysicalDeviceMemoryProperties memory_{};
   VkPhysicalDeviceLimits limits_{};
   VkDevice device_ = VK_NULL_HANDLE;
-  Queue compute_;
+  std::vector<Queue> compute_;  // at least one once made
   Queue transfer_;
   std::unique_ptr<PipelineCache> pipeline_cache_;
   std::shared_ptr<TuningCache> tuning_;

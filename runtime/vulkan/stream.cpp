@@ -27,7 +27,12 @@ bool overlaps(std::size_t a, std::size_t an, std::size_t b, std::size_t bn) {
 
 }  // namespace
 
-Stream::Stream(Device& device, QueueKind queue) : device_(&device), queue_(queue) {
+Stream::Stream(Device& device, QueueKind queue, std::uint32_t lane)
+    : device_(&device), queue_(queue), lane_(queue == QueueKind::Compute ? lane : 0) {
+  if (lane_ >= device.compute_queues()) {
+    throw Error(fmt::format("a stream on compute queue {} of a device with {}", lane_,
+                            device.compute_queues()));
+  }
   const VkDevice vk = device.vk_device();
   VkCommandPoolCreateInfo pool_info{};
   pool_info.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
@@ -111,6 +116,7 @@ Stream& Stream::operator=(Stream&& other) noexcept {
     }
     device_ = other.device_;
     queue_ = other.queue_;
+    lane_ = other.lane_;
     descriptor_pools_ = std::move(other.descriptor_pools_);
     views_ = std::move(other.views_);
     pool_ = std::move(other.pool_);
@@ -482,8 +488,8 @@ Ticket Stream::submit_segments(std::size_t first, std::size_t count,
                             first + count, segments_.size()));
   }
   segment_values_.resize(segments_.size());
-  last_ = device_->submit(queue_, std::span<const VkCommandBuffer>(segments_).subspan(first, count),
-                          waits);
+  last_ = device_->submit(queue_, lane_,
+                          std::span<const VkCommandBuffer>(segments_).subspan(first, count), waits);
   for (std::size_t k = 0; k < count; ++k)
     segment_values_[first + k] = last_.value - (count - 1 - k);
   return last_;

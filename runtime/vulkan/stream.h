@@ -38,7 +38,9 @@ using Groups = std::array<std::uint32_t, 3>;
 ///   step.submit().wait();
 class Stream {
  public:
-  explicit Stream(Device& device, QueueKind queue = QueueKind::Compute);
+  /// Submits to `queue`; a compute stream to the device's compute queue `lane`
+  /// (below Device::compute_queues()).
+  explicit Stream(Device& device, QueueKind queue = QueueKind::Compute, std::uint32_t lane = 0);
   ~Stream();
   Stream(Stream&& other) noexcept = default;
   Stream& operator=(Stream&& other) noexcept;
@@ -158,6 +160,7 @@ class Stream {
 
   Device* device_;
   QueueKind queue_;
+  std::uint32_t lane_ = 0;
   detail::DeviceHandle<VkCommandPool, vkDestroyCommandPool> pool_;
   std::vector<detail::DeviceHandle<VkDescriptorPool, vkDestroyDescriptorPool>> descriptor_pools_;
   std::vector<detail::DeviceHandle<VkBufferView, vkDestroyBufferView>> views_;

@@ -22,6 +22,8 @@ struct Ticket {
   const Device* device = nullptr;
   QueueKind queue = QueueKind::Compute;
   std::uint64_t value = 0;
+  /// Which of the device's compute queues (Device::compute_queues()); 0 for transfer.
+  std::uint32_t lane = 0;
 
   /// Blocks until the work is done (returns at once for an empty ticket).
   void wait() const;

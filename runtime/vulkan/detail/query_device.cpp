@@ -69,7 +69,10 @@ QueueFamilies find_queue_families(VkPhysicalDevice physical) {
   QueueFamilies found;
   for (std::uint32_t i = 0; i < count; ++i) {
     const VkQueueFlags flags = families[i].queueFlags;
-    if ((flags & VK_QUEUE_COMPUTE_BIT) && found.compute == UINT32_MAX) found.compute = i;
+    if ((flags & VK_QUEUE_COMPUTE_BIT) && found.compute == UINT32_MAX) {
+      found.compute = i;
+      found.compute_queues = families[i].queueCount;
+    }
     const bool transfer_only = (flags & VK_QUEUE_TRANSFER_BIT) &&
                                !(flags & (VK_QUEUE_COMPUTE_BIT | VK_QUEUE_GRAPHICS_BIT));
     if (transfer_only && found.transfer == UINT32_MAX) found.transfer = i;

@@ -13,6 +13,7 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, std::uint32_t index);
 struct QueueFamilies {
   std::uint32_t compute = UINT32_MAX;
   std::uint32_t transfer = UINT32_MAX;  ///< UINT32_MAX when there is no dedicated one
+  std::uint32_t compute_queues = 0;     ///< queues the compute family offers
 };
 QueueFamilies find_queue_families(VkPhysicalDevice physical);
 
