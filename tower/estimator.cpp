@@ -22,6 +22,7 @@
 #include "hooks.h"
 #include "process_batches.h"
 #include "replicate.h"
+#include "tower_device_pool.h"
 #include "tower_run.h"
 #include "training_log.h"
 
@@ -265,6 +266,8 @@ Estimator::Built& Estimator::built(Mode mode, const Batch& first, std::int64_t g
   b->labels = labels;
   ModelContext root(instance_, features, labels, GraphOptions{.seed = config_.random_seed});
   root.set_distribution({.processes = processes_, .accumulate_steps = config_.accumulate_steps});
+  if (!devices_) devices_ = std::make_unique<TowerDevicePool>();
+  root.set_device_pool(devices_.get());
   EstimatorSpec spec = model_fn_(root, {}, {}, mode, params_);
   if (!spec.run) throw Error("internal: a replicated model function returned no run");
   b->run = spec.run;

@@ -17,6 +17,7 @@
 namespace vkt {
 
 class ProcessGroup;
+class TowerDevicePool;
 class TowerRun;
 class TrainingLog;
 
@@ -149,6 +150,9 @@ class Estimator {
   ProcessGroup* processes_ = nullptr;
   Params params_;
   Instance instance_;
+  // The Devices every model of this Estimator (training, evaluation,
+  // prediction) runs on; before built_, which must go first.
+  std::unique_ptr<TowerDevicePool> devices_;
   std::map<Mode, std::unique_ptr<Built>> built_;
   std::unique_ptr<TrainingLog> log_;
   bool resumed_ = false;

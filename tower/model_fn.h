@@ -17,6 +17,7 @@
 namespace vkt {
 
 class Instance;
+class TowerDevicePool;
 class TowerRun;
 
 enum class Mode { Train, Eval, Predict };
@@ -124,6 +125,10 @@ class ModelContext {
   /// process, one batch).
   const Distribution& distribution() const { return distribution_; }
   void set_distribution(const Distribution& distribution) { distribution_ = distribution; }
+  /// Root contexts: where the towers' Devices come from (null, the default:
+  /// each replicated model makes its own). Not owned; must outlive the models.
+  TowerDevicePool* device_pool() const { return device_pool_; }
+  void set_device_pool(TowerDevicePool* pool) { device_pool_ = pool; }
 
  private:
   Instance* instance_ = nullptr;
@@ -135,6 +140,7 @@ class ModelContext {
   std::map<std::string, InputSpec> labels_;
   GraphOptions graph_options_;
   Distribution distribution_{};
+  TowerDevicePool* device_pool_ = nullptr;
 };
 
 /// A model function: builds the model for one device from the features and

@@ -61,6 +61,7 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
         "a replicated model function is called with a root ModelContext (the instance "
         "and the global batch's inputs), not a tower's");
   }
+  pool_ = root.device_pool();
   Instance& instance = root.instance();
   const std::vector<std::uint32_t> devices =
       device_list_from_environment(instance, options.devices);
@@ -343,16 +344,7 @@ void TowerRun::build_training(const Instance& root, const std::vector<std::uint3
 }
 
 std::unique_ptr<Instance> TowerRun::own_instance(const Instance& root, std::uint32_t index) {
-  auto instance = std::make_unique<Instance>(
-      InstanceOptions{.validation = root.validation_enabled(), .application_name = "vktower"});
-  if (index >= instance->devices().size() ||
-      instance->devices()[index].name != root.device(index).name) {
-    throw Error(
-        fmt::format("device {} ({}) is not listed at the same index by a second Vulkan "
-                    "instance; the towers cannot each have their own instance",
-                    index, root.device(index).name));
-  }
-  return instance;
+  return TowerDevicePool::own_instance(root, index);
 }
 
 Device& TowerRun::tower_device(const Instance& root, const std::vector<std::uint32_t>& devices,
@@ -362,21 +354,8 @@ Device& TowerRun::tower_device(const Instance& root, const std::vector<std::uint
   if (options_.tower_devices == TowerDevices::Auto) {
     shared = root.device(index).type != DeviceType::Cpu;
   }
-  if (shared) {
-    for (const OwnedDevice& owned : tower_devices_) {
-      if (owned.device->info().index == index) return *owned.device;
-    }
-  }
-  DeviceOptions options = device_options();
-  if (shared) {  // a compute queue per tower on it, as far as the device offers
-    options.compute_queues =
-        static_cast<std::uint32_t>(std::count(devices.begin(), devices.end(), index));
-  }
-  OwnedDevice owned;
-  owned.instance = own_instance(root, index);
-  owned.device = std::make_unique<Device>(*owned.instance, index, options);
-  tower_devices_.push_back(std::move(owned));
-  return *tower_devices_.back().device;
+  TowerDevicePool& pool = pool_ != nullptr ? *pool_ : own_pool_;
+  return pool.device(root, devices, static_cast<std::size_t>(i), shared, device_options());
 }
 
 std::vector<const Device*> TowerRun::all_devices() const {
@@ -384,7 +363,7 @@ std::vector<const Device*> TowerRun::all_devices() const {
   const auto add = [&](const Device* d) {
     if (d != nullptr && std::find(all.begin(), all.end(), d) == all.end()) all.push_back(d);
   };
-  for (const OwnedDevice& owned : tower_devices_) add(owned.device.get());
+  for (const Tower& t : towers_) add(t.device);
   add(master_device_.get());
   for (const Share& share : shares_) add(share.device.get());
   return all;

@@ -19,6 +19,7 @@
 #include "replicate.h"
 #include "step_losses.h"
 #include "step_pacing.h"
+#include "tower_device_pool.h"
 #include "tower_threads.h"
 
 namespace vkt {
@@ -177,13 +178,8 @@ class TowerRun {
   const EstimatorSpec& tower_spec(int i) const { return towers_.at(i).spec; }
 
  private:
-  /// A Device the run made, with the Instance it was made from.
-  struct OwnedDevice {
-    std::unique_ptr<Instance> instance;
-    std::unique_ptr<Device> device;
-  };
   struct Tower {
-    Device* device = nullptr;  // in tower_devices_
+    Device* device = nullptr;  // in the device pool
     std::uint32_t lane = 0;    // its compute queue on `device`
     std::unique_ptr<Graph> graph;
     EstimatorSpec spec;
@@ -317,12 +313,12 @@ class TowerRun {
   std::vector<Graph*> share_graphs() const;
 
   ReplicateOptions options_;
-  // The towers' Devices: one per tower (its own instance: on lavapipe, devices
-  // of one instance share one thread pool and run one after another; separate
-  // instances run concurrently), or one per physical device (TowerDevices).
-  // First, so that it outlives every member that holds work or memory on them
-  // (a constructor that throws destroys the members alone, in reverse order).
-  std::vector<OwnedDevice> tower_devices_;
+  // The towers' Devices (TowerDevices): the root context's pool (an
+  // Estimator's, shared by its models) or the run's own. First, so that it
+  // outlives every member that holds work or memory on them (a constructor
+  // that throws destroys the members alone, in reverse order).
+  TowerDevicePool own_pool_;
+  TowerDevicePool* pool_ = nullptr;
   std::unique_ptr<Instance> master_instance_;
   std::unique_ptr<Device> master_device_;  // null when the master is on tower 0's Device
   Distribution distribution_{};

@@ -3,6 +3,7 @@
 // runs and whichever path (mapped memory or staging copies) the bytes take.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <memory>
 #include <random>
 
@@ -17,6 +18,7 @@
 #include <vktower/runtime/graph/ops/shape_ops.h>
 #include <vktower/runtime/vulkan/instance.h>
 #include <vktower/tower/replicate.h>
+#include <vktower/tower/tower_device_pool.h>
 #include <vktower/tower/tower_run.h>
 
 #include "../test_support.h"
@@ -324,4 +326,35 @@ TEST_CASE("towers on one shared Device wait on the host once a step, staged, and
   const std::vector<float> at_once = train_all(false, nullptr);
   REQUIRE(late.size() == at_once.size());
   CHECK(late == at_once);  // every step's loss, in order, and the weights: bit for bit
+}
+
+TEST_CASE("models built from roots sharing a TowerDevicePool run on the same Devices", "[towers]") {
+  for (const auto sharing : {vkt::TowerDevices::PerTower, vkt::TowerDevices::Shared}) {
+    INFO("shared device " << (sharing == vkt::TowerDevices::Shared));
+    vkt::Instance instance;
+    vkt::TowerDevicePool pool;
+    const auto replicated =
+        vkt::replicate_model_fn(model(false), {.devices = {0, 0}, .tower_devices = sharing});
+    const auto build = [&](vkt::Mode mode) {
+      vkt::ModelContext root(instance, {{"x", {{kBatch, 5}}}}, {{"y", {{kBatch}, vkt::DType::I32}}},
+                             {.seed = 5});
+      root.set_device_pool(&pool);
+      return replicated(root, {}, {}, mode, {}).run;
+    };
+    const auto train = build(vkt::Mode::Train);
+    const auto eval = build(vkt::Mode::Eval);
+    for (int i = 0; i < 2; ++i) {
+      CHECK(&train->tower_graph(i).device() == &eval->tower_graph(i).device());
+    }
+    CHECK((&train->tower_graph(0).device() == &train->tower_graph(1).device()) ==
+          (sharing == vkt::TowerDevices::Shared));
+    // Both work on them, one after the other.
+    const HostBatch features{
+        {"x", HostTensor::floats({kBatch, 5}, std::vector<float>(kBatch * 5, 0.5f))}};
+    const HostBatch labels{{"y", HostTensor::ints({kBatch}, std::vector<std::int32_t>(kBatch, 1))}};
+    train->train_step(features, labels);
+    eval->evaluate_step(features, labels);
+    CHECK(std::isfinite(train->loss()));
+    CHECK(std::isfinite(eval->metrics().at("loss")));
+  }
 }
