@@ -9,7 +9,6 @@
 #include "../runtime/graph/ops/elementwise.h"
 #include "../runtime/io/checkpoint.h"
 #include "../runtime/mpi/process_group.h"
-#include "../runtime/vulkan/cache_dir.h"
 #include "../runtime/vulkan/error.h"
 #include "../runtime/vulkan/instance.h"
 #include "device_list.h"
@@ -111,14 +110,6 @@ float TowerRun::loss_scale(int towers, Mode mode) const {
                        : static_cast<double>(towers) * static_cast<double>(processes());
   if (mode == Mode::Train) divisor *= static_cast<double>(accumulate_);
   return static_cast<float>(1.0 / divisor);
-}
-
-DeviceOptions TowerRun::device_options() const {
-  if (options_.device_options) return *options_.device_options;
-  // Towers are where users enter the library: here it reads their environment.
-  DeviceOptions options = DeviceOptions::from_environment();
-  options.cache_dir = default_cache_dir();
-  return options;
 }
 
 void TowerRun::build_towers(ModelContext& root, const ModelFn& model_fn,
@@ -341,50 +332,6 @@ void TowerRun::build_training(const Instance& root, const std::vector<std::uint3
   build_losses();
   sparse_arrived_.reserve(static_cast<std::size_t>(n) * towers_.front().sparse_in.size() + 1 +
                           state_in_.size());
-}
-
-std::unique_ptr<Instance> TowerRun::own_instance(const Instance& root, std::uint32_t index) {
-  return TowerDevicePool::own_instance(root, index);
-}
-
-Device& TowerRun::tower_device(const Instance& root, const std::vector<std::uint32_t>& devices,
-                               int i) {
-  const std::uint32_t index = devices[static_cast<std::size_t>(i)];
-  bool shared = options_.tower_devices == TowerDevices::Shared;
-  if (options_.tower_devices == TowerDevices::Auto) {
-    shared = root.device(index).type != DeviceType::Cpu;
-  }
-  TowerDevicePool& pool = pool_ != nullptr ? *pool_ : own_pool_;
-  return pool.device(root, devices, static_cast<std::size_t>(i), shared, device_options());
-}
-
-std::vector<const Device*> TowerRun::all_devices() const {
-  std::vector<const Device*> all;
-  const auto add = [&](const Device* d) {
-    if (d != nullptr && std::find(all.begin(), all.end(), d) == all.end()) all.push_back(d);
-  };
-  for (const Tower& t : towers_) add(t.device);
-  add(master_device_.get());
-  for (const Share& share : shares_) add(share.device.get());
-  return all;
-}
-
-bool TowerRun::on_tower_device() const {
-  return options_.consolidation_placement != ConsolidationPlacement::SeparateDevice;
-}
-
-Device& TowerRun::consolidation_device(const Instance& root, std::uint32_t index,
-                                       std::unique_ptr<Instance>& instance,
-                                       std::unique_ptr<Device>& device, const Tower* tower) {
-  if (on_tower_device()) {
-    if (tower != nullptr) return *tower->device;
-    for (Tower& t : towers_) {
-      if (t.device->info().index == index) return *t.device;
-    }
-  }
-  instance = own_instance(root, index);
-  device = std::make_unique<Device>(*instance, index, device_options());
-  return *device;
 }
 
 TowerRun::~TowerRun() {
