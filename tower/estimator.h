@@ -134,6 +134,14 @@ class Estimator {
  private:
   struct Built;
   Built& built(Mode mode, const Batch& first, std::int64_t batch_size);
+  /// Training's start: restores `latest` (rank 0's newest checkpoint) or
+  /// warm-starts (RunConfig::warm_start_from), once per built model.
+  void start_from(Built& b, const std::optional<std::string>& latest);
+  /// The model's hooks, the call's, the NaN check and the logging hook.
+  std::vector<std::shared_ptr<TrainingHook>> training_hooks(const Built& b, const TrainSpec& spec,
+                                                            std::int64_t step_examples);
+  /// True when every hook (on every rank) takes late losses.
+  bool takes_late_losses(const std::vector<std::shared_ptr<TrainingHook>>& hooks) const;
   /// The newest checkpoint as rank 0 sees it (every rank gets the same answer).
   std::optional<std::string> chief_latest() const;
   /// Where training starts: the trained model's step, else rank 0's newest

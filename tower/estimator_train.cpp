@@ -1,0 +1,236 @@
+// Estimator::train: resume or warm start, the hooks, the training loop.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "../runtime/io/checkpoint_manager.h"
+#include "../runtime/mpi/process_group.h"
+#include "../runtime/vulkan/detail/log.h"
+#include "../runtime/vulkan/error.h"
+#include "estimator.h"
+#include "estimator_detail.h"
+#include "hooks.h"
+#include "process_batches.h"
+#include "training_log.h"
+#include "warm_start.h"
+
+namespace vkt {
+
+std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
+  if (spec.steps && spec.max_steps) {
+    throw Error("train: give steps or max_steps, not both");
+  }
+  if (spec.steps && *spec.steps == 0) throw Error("train: steps is 0; give 1 or more");
+  for (std::size_t i = 0; i < spec.hooks.size(); ++i) {
+    if (!spec.hooks[i]) throw Error(fmt::format("train: hook {} of TrainSpec.hooks is null", i));
+  }
+  const std::optional<std::string> latest = chief_latest();
+  const std::uint64_t start = chief_global_step(latest);  // where the input resumes
+  std::optional<std::uint64_t> last;
+  if (spec.steps) last = detail::last_step(start, *spec.steps);
+  if (spec.max_steps) last = *spec.max_steps;
+  if (last && *last <= start) {
+    detail::log().info("the model is at global step {}, max_steps is {}: nothing to train", start,
+                       *last);
+    return start;
+  }
+  if (chief()) detail::check_writable(config_.model_dir);
+  const auto k = static_cast<std::uint64_t>(config_.accumulate_steps);
+  if (start > std::numeric_limits<std::uint64_t>::max() / k) {
+    throw Error(fmt::format(
+        "train: global step {} x accumulate_steps {} passes the largest batch number; the "
+        "input cannot resume there",
+        start, k));
+  }
+  std::unique_ptr<Input> input =
+      input_fn(InputContext{.start_step = start, .start_batch = start * k});
+  std::optional<Batch> batch = input->next();
+  if (!batch) throw Error("train: the input gave no batch");
+  const std::int64_t batch_size = input->batch_size();
+  if (batch_size > std::numeric_limits<std::int64_t>::max() / config_.accumulate_steps) {
+    throw Error(fmt::format("train: batches of {} x accumulate_steps {} pass the largest count",
+                            batch_size, config_.accumulate_steps));
+  }
+  Built& b = built(Mode::Train, *batch, batch_size);
+  TowerRun& run = *b.run;
+  run.discard_micro_batches();  // an earlier call's input may have ended mid-step
+  start_from(b, latest);
+
+  const std::int64_t step_examples = batch_size * config_.accumulate_steps;
+  const std::vector<std::shared_ptr<TrainingHook>> hooks = training_hooks(b, spec, step_examples);
+  CheckpointManager checkpoints(config_.model_dir, config_.keep_checkpoint_max);
+  const auto save = [&] {
+    if (!chief()) {  // rank 0 writes; every rank holds the same variables
+      b.restored = "rank 0's checkpoint";
+      return;
+    }
+    const std::string path =
+        checkpoints.save(run.global_step(), [&](const std::string& file) { run.save(file); });
+    b.restored = path;
+    detail::log().debug("saved {}", path);
+  };
+
+  const bool late = takes_late_losses(hooks);
+  for (const auto& hook : hooks) hook->begin();
+  if (log_) log_->start(run.global_step(), last, step_examples, config_.save_summary_steps);
+  std::uint64_t step = run.global_step();
+  std::uint64_t saved_at = step;
+  float loss = 0;
+  // Hands the steps' losses over, all but the newest `leave`; true when a hook asks to stop.
+  const auto report = [&](std::size_t leave) {
+    bool stop = false;
+    for (const auto& [at, value] : run.take_losses(leave)) {
+      loss = value;
+      for (const auto& hook : hooks) {
+        hook->after_step(at, value);
+        stop = stop || hook->should_stop();
+      }
+      if (log_) log_->step(at, value);
+    }
+    return stop;
+  };
+  // The batch after this one is fed to the towers while this one trains.
+  std::optional<Batch> next;
+  bool fed = false;
+  try {
+    for (std::uint64_t batches = 1; batch; ++batches) {
+      const std::int64_t rows = detail::rows_of(batch->features, batch->labels, batch_size);
+      if (rows != batch_size) {
+        throw Error(fmt::format(
+            "train: batch {} has {} examples, the model's batch is {}; training needs full "
+            "batches (dataset_input with drop_remainder = true)",
+            batches, rows, batch_size));
+      }
+      // With accumulation each batch is one micro-batch; only a step's last
+      // can end training.
+      const bool ends_step = run.micro_batch() + 1 == config_.accumulate_steps;
+      next = !last || !ends_step || step + 1 < *last ? input->next() : std::nullopt;
+      // A short batch is not fed ahead: its own turn reports it.
+      const bool ahead =
+          next && detail::rows_of(next->features, next->labels, batch_size) == batch_size;
+      // Each rank trains on its slice of the global batch.
+      std::optional<Batch> mine, next_mine;
+      if (processes_) {
+        mine = Batch{my_rows(batch->features), my_rows(batch->labels)};
+        if (ahead) next_mine = Batch{my_rows(next->features), my_rows(next->labels)};
+      }
+      const Batch& now = mine ? *mine : *batch;
+      const Batch* then = !ahead ? nullptr : next_mine ? &*next_mine : &*next;
+      const HostBatch* next_features = then ? &then->features : nullptr;
+      const HostBatch* next_labels = then ? &then->labels : nullptr;
+      if (fed) {
+        run.train_step_fed(next_features, next_labels);
+      } else {
+        run.train_step(now.features, now.labels, next_features, next_labels);
+      }
+      fed = ahead;
+      if (!run.step_completed()) {  // mid-accumulation: no step to report or save
+        batch = std::move(next);
+        continue;
+      }
+      step = run.global_step();
+      const bool last_step = last && step >= *last;
+      const bool saves =
+          config_.save_checkpoints_steps > 0 && step % config_.save_checkpoints_steps == 0;
+      // Every loss is seen (a NaN reported) before a checkpoint and at the end.
+      const bool stop = report(late && !saves && !last_step ? 2 : 0) || last_step;
+      if (saves) {
+        save();
+        saved_at = step;
+      }
+      if (stop) break;
+      batch = std::move(next);
+    }
+    report(0);  // the input ended: the last steps' losses
+  } catch (...) {
+    if (log_) log_->finish(step, loss);
+    throw;
+  }
+  if (run.micro_batch() != 0) {
+    // The input ended part-way through a step: its micro-batches are dropped
+    // (the variables are still the last step's, which is what is saved).
+    if (chief())
+      detail::log().info("the input ended after {} of the {} micro-batches of step {}: dropped",
+                         run.micro_batch(), config_.accumulate_steps, step + 1);
+    run.discard_micro_batches();
+  }
+  if (saved_at != step || !b.restored) save();
+  for (const auto& hook : hooks) hook->end();
+  if (log_) log_->finish(step, loss);
+  return step;
+}
+
+std::map<std::string, double> Estimator::train_and_evaluate(const InputFn& train_input,
+                                                            const TrainSpec& spec,
+                                                            const InputFn& eval_input,
+                                                            std::uint64_t eval_every_steps) {
+  if (eval_every_steps == 0) throw Error("train_and_evaluate: evaluate every 1 or more steps");
+  if (!spec.steps && !spec.max_steps) {
+    throw Error("train_and_evaluate: give the training steps or max_steps");
+  }
+  if (spec.steps && spec.max_steps) throw Error("train: give steps or max_steps, not both");
+  std::uint64_t step = chief_global_step(chief_latest());
+  const std::uint64_t last =
+      spec.max_steps ? *spec.max_steps : detail::last_step(step, *spec.steps);
+  std::map<std::string, double> result;
+  do {
+    // Each round is a train() call of its own: its input resumes at the step.
+    const std::uint64_t next = std::min(last, (step / eval_every_steps + 1) * eval_every_steps);
+    const std::uint64_t reached = train(train_input, {.max_steps = next, .hooks = spec.hooks});
+    result = evaluate(eval_input);
+    if (reached < next) break;  // a hook stopped it, or the input ended
+    step = reached;
+  } while (step < last);
+  return result;
+}
+
+void Estimator::start_from(Built& b, const std::optional<std::string>& latest) {
+  TowerRun& run = *b.run;
+  resumed_ = false;
+  warm_started_ = false;
+  if (latest && !b.restored) {
+    run.restore(*latest);
+    b.restored = latest;
+    resumed_ = true;
+    if (chief()) {
+      detail::log().info("resuming from {} at global step {}", *latest, run.global_step());
+    }
+  } else if (!latest && !b.restored && !b.warm_started && config_.warm_start_from) {
+    warm_start(run, *config_.warm_start_from);
+    b.warm_started = warm_started_ = true;
+    if (chief()) {
+      detail::log().info("warm-started from {}", config_.warm_start_from->ckpt_to_initialize_from);
+    }
+  }
+}
+
+std::vector<std::shared_ptr<TrainingHook>> Estimator::training_hooks(const Built& b,
+                                                                     const TrainSpec& spec,
+                                                                     std::int64_t step_examples) {
+  std::vector<std::shared_ptr<TrainingHook>> hooks = b.hooks;
+  hooks.insert(hooks.end(), spec.hooks.begin(), spec.hooks.end());
+  hooks.push_back(std::make_shared<NanLossHook>());
+  if (config_.log_step_count_steps > 0) {
+    hooks.push_back(std::make_shared<LoggingHook>(config_.log_step_count_steps, step_examples,
+                                                  [this](const StepRate& r) {
+                                                    if (log_) log_->rate(r);
+                                                  }));
+  }
+  return hooks;
+}
+
+bool Estimator::takes_late_losses(const std::vector<std::shared_ptr<TrainingHook>>& hooks) const {
+  // Each step's loss goes to the hooks and the log two steps late where every
+  // hook takes that (the step thread then never waits for a loss), else at once.
+  bool late = std::all_of(hooks.begin(), hooks.end(),
+                          [](const auto& hook) { return hook->takes_late_losses(); });
+  if (processes_) {  // reading the losses is collective: every rank alike
+    double late_ranks = late ? 1.0 : 0.0;
+    processes_->allreduce_sum(std::span<double>(&late_ranks, 1), "whether hooks take late losses");
+    late = late_ranks == static_cast<double>(processes_->size());
+  }
+  return late;
+}
+
+}  // namespace vkt
