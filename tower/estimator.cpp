@@ -63,6 +63,44 @@ std::map<std::string, InputSpec> specs_of(const HostBatch& batch, std::int64_t b
 
 }  // namespace
 
+std::uint64_t detail::last_step(std::uint64_t start, std::uint64_t steps) {
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+  if (steps > kMax - start) {
+    throw Error(fmt::format(
+        "train: steps {} from global step {} would pass the largest global step {}; give 1 to "
+        "{} steps",
+        steps, start, kMax, kMax - start));
+  }
+  return start + steps;
+}
+
+std::int64_t detail::rows_of(const HostBatch& features, const HostBatch& labels,
+                             std::int64_t batch_size) {
+  std::int64_t rows = -1;
+  for (const HostBatch* part : {&features, &labels}) {
+    for (const auto& [name, t] : *part) {
+      if (rows >= 0 && t.rows() != rows) {
+        throw Error(fmt::format(
+            "the input gave a batch whose entries disagree on the number of examples ('{}' has "
+            "{}, another {})",
+            name, t.rows(), rows));
+      }
+      rows = t.rows();
+    }
+  }
+  if (rows < 1 || rows > batch_size) {
+    throw Error(fmt::format("the input gave a batch of {} examples; its batch_size() is {}", rows,
+                            batch_size));
+  }
+  return rows;
+}
+
+void detail::pad(HostBatch& batch, std::int64_t rows) {
+  for (auto& [name, t] : batch) {
+    if (t.rows() < rows) t = t.padded_rows(rows);
+  }
+}
+
 /// Refuses a model_dir that takes no file before the first step runs: the
 /// first checkpoint would fail only after training (a read-only directory).
 void detail::check_writable(const std::string& dir) {

@@ -64,6 +64,9 @@ void ProcessExchange::gather(std::span<const Ticket> ready, const std::string& w
 
 Ticket ProcessExchange::sum(std::size_t k, std::span<const Ticket> ready, const std::string& what) {
   const Part& part = sums_[k];
+  // Nothing to sum (a bucket of sparse rows alone): the same on every rank,
+  // whose models were checked alike.
+  if (part.bytes == 0) return Ticket{};
   const std::string label = what + ": the gradients' sum over processes";
   const auto floats = [](std::span<std::byte> bytes) {
     return std::span<float>(reinterpret_cast<float*>(bytes.data()), bytes.size() / 4);
@@ -73,7 +76,7 @@ Ticket ProcessExchange::sum(std::size_t k, std::span<const Ticket> ready, const 
   for (const Ticket& t : ready) {
     if (t.device == &part.buffer->device()) waits.push_back(t);
   }
-  if (part.buffer->mapped() || part.bytes == 0) {
+  if (part.buffer->mapped()) {
     for (const Ticket& t : waits) t.wait();
     processes_.allreduce_sum(floats(part.buffer->host().subspan(part.offset, part.bytes)), label);
     return Ticket{};
