@@ -89,6 +89,7 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
   }
   if (n > 1) threads_ = std::make_unique<TowerThreads>(n);  // one tower runs on the caller's
   if (processes() > 1) join_processes(root);
+  devices_ = all_devices();
 }
 
 int TowerRun::processes() const {

@@ -302,13 +302,13 @@ class TowerRun {
   void restore_local(const std::string& path);
   /// The step's loss on this process alone (loss() adds the other processes').
   float local_loss();
-  /// A new Instance whose device `index` is the root instance's device `index`.
-  static std::unique_ptr<Instance> own_instance(const Instance& root, std::uint32_t index);
   /// Tower i's Device: a new one, or an earlier tower's on the same physical
   /// device when the towers share (ReplicateOptions::tower_devices).
   Device& tower_device(const Instance& root, const std::vector<std::uint32_t>& devices, int i);
-  /// Every distinct Device of the run (the towers', the consolidation's, the shares').
+  /// Every distinct Device of the run (the towers', the consolidation's, the
+  /// shares'): fixed once built, kept in devices_ for the step.
   std::vector<const Device*> all_devices() const;
+  std::vector<const Device*> devices_;
   Graph& variables_graph() const;
   std::vector<Graph*> share_graphs() const;
 

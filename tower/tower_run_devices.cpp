@@ -16,10 +16,6 @@ DeviceOptions TowerRun::device_options() const {
   return options;
 }
 
-std::unique_ptr<Instance> TowerRun::own_instance(const Instance& root, std::uint32_t index) {
-  return TowerDevicePool::own_instance(root, index);
-}
-
 Device& TowerRun::tower_device(const Instance& root, const std::vector<std::uint32_t>& devices,
                                int i) {
   const std::uint32_t index = devices[static_cast<std::size_t>(i)];
@@ -55,7 +51,7 @@ Device& TowerRun::consolidation_device(const Instance& root, std::uint32_t index
       if (t.device->info().index == index) return *t.device;
     }
   }
-  instance = own_instance(root, index);
+  instance = TowerDevicePool::own_instance(root, index);
   device = std::make_unique<Device>(*instance, index, device_options());
   return *device;
 }

@@ -222,7 +222,7 @@ void TowerRun::train(const HostBatch& features, const HostBatch& labels,
     return std::chrono::duration<double, std::milli>(b - a).count();
   };
   const Clock::time_point start = Clock::now();
-  if (pacing_.wait_two_back(all_devices())) ++step_thread_waits_;
+  if (pacing_.wait_two_back(devices_)) ++step_thread_waits_;
   // A step's later micro-batches add to its sums; its first overwrites them.
   const bool first = micro_ == 0;
   const bool last = micro_ + 1 == accumulate_;
@@ -246,7 +246,7 @@ void TowerRun::train(const HostBatch& features, const HostBatch& labels,
   slowest_unread_ = true;
   const auto finish = [&] {
     if (step_completed_) losses_->step_done(global_step());
-    pacing_.submitted(all_devices());
+    pacing_.submitted(devices_);
     times_.step = ms(start, Clock::now());
   };
   if (!exchanges()) {
@@ -351,7 +351,7 @@ TowerRun::HostWaits TowerRun::host_waits() const {
     for (const auto& copy : share.weights_back) waits.step_thread += copy->host_waits();
     if (share.reducer) waits.tower_threads += share.reducer->host_waits();
   }
-  for (const Device* device : all_devices()) waits.devices += device->host_waits();
+  for (const Device* device : devices_) waits.devices += device->host_waits();
   return waits;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cstring>
 
 #include "detail/vk_check.h"
@@ -9,6 +10,28 @@
 #include "host_transfer.h"
 
 namespace vkt {
+
+namespace {
+
+/// The compute and the transfer queue's families.
+std::array<std::uint32_t, 2> queue_families(const Device& device) {
+  return {device.queue_family(QueueKind::Compute), device.queue_family(QueueKind::Transfer)};
+}
+
+/// Both queues touch buffers when the device has a transfer queue; concurrent
+/// sharing spares the ownership transfers. `families` must outlive `info`'s use.
+void share_between_queues(VkBufferCreateInfo& info, const Device& device,
+                          const std::array<std::uint32_t, 2>& families) {
+  if (device.has_transfer_queue()) {
+    info.sharingMode = VK_SHARING_MODE_CONCURRENT;
+    info.queueFamilyIndexCount = 2;
+    info.pQueueFamilyIndices = families.data();
+  } else {
+    info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  }
+}
+
+}  // namespace
 
 Buffer::Buffer(Device& device, std::size_t bytes, BufferKind kind)
     : device_(&device), size_(bytes), kind_(kind) {
@@ -23,17 +46,8 @@ Buffer::Buffer(Device& device, std::size_t bytes, BufferKind kind)
   if (kind == BufferKind::Storage) {
     info.usage |= VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT;
   }
-  // Both queues touch buffers when the device has a transfer queue; concurrent
-  // sharing spares the ownership transfers.
-  const std::uint32_t families[2] = {device.queue_family(QueueKind::Compute),
-                                     device.queue_family(QueueKind::Transfer)};
-  if (device.has_transfer_queue()) {
-    info.sharingMode = VK_SHARING_MODE_CONCURRENT;
-    info.queueFamilyIndexCount = 2;
-    info.pQueueFamilyIndices = families;
-  } else {
-    info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  }
+  const std::array<std::uint32_t, 2> families = queue_families(device);
+  share_between_queues(info, device, families);
   const std::string description = fmt::format("a {} of {} bytes", what, bytes);
   // Checked before vkCreateBuffer: some drivers fail that call outright for sizes
   // no heap can hold, and the message should say so plainly.
@@ -68,15 +82,8 @@ Buffer::Buffer(Device& device, std::span<std::byte> host_memory)
   info.pNext = &external;
   info.size = host_memory.size();
   info.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-  const std::uint32_t families[2] = {device.queue_family(QueueKind::Compute),
-                                     device.queue_family(QueueKind::Transfer)};
-  if (device.has_transfer_queue()) {
-    info.sharingMode = VK_SHARING_MODE_CONCURRENT;
-    info.queueFamilyIndexCount = 2;
-    info.pQueueFamilyIndices = families;
-  } else {
-    info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  }
+  const std::array<std::uint32_t, 2> families = queue_families(device);
+  share_between_queues(info, device, families);
   VkBuffer raw = VK_NULL_HANDLE;
   VKT_CHECK(vkCreateBuffer(device.vk_device(), &info, nullptr, &raw));
   buffer_ = {device.vk_device(), raw};
