@@ -112,7 +112,7 @@ Program layer_program(vkt::Device& device, std::int64_t batch, std::int64_t in, 
   return p;
 }
 
-/// An MLP trained by one Executor: the 784-1024-1024-10 with SGD, or
+/// An MLP trained by one Executor: vkt-bench-train's 784-1024-1024-10 with SGD, or
 /// vkt-digits' 64-256-128-10 with dropout 0.2, example weights and Adam.
 struct Model {
   std::vector<std::int64_t> widths;

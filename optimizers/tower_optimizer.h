@@ -15,8 +15,8 @@ namespace vkt {
 /// Wraps an optimizer, or a function that makes one (called lazily, on first
 /// use, exactly once), as TensorFlow's TowerOptimizer does. The wrapper owns
 /// its optimizer for its whole life. With one tower every call is forwarded
-/// unchanged. With several towers (the Towers issue), each tower's gradients of
-/// one call are gathered and applied once, on their sum: tower 0's first call
+/// unchanged. With several towers, each tower's gradients of one call are
+/// gathered and applied once, on their sum: tower 0's first call
 /// through a wrapper gives the towers their own copy of its optimizer
 /// (Optimizer::clone), which applies every call made through that wrapper (so
 /// one wrapper may minimize several losses, its calls sharing their slots).

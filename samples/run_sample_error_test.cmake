@@ -4,10 +4,11 @@
 # line: exactly one line of stderr starts with the program's name, and no
 # exception escapes main (no "terminate called", no abort).
 #
-# EXIT usage: a flag CLI11 refuses (nonzero, CLI11's own two lines).
+# EXIT error: a failed run (any nonzero code); usage: a command line refused
+# (exit code 2, the line naming the flag; a pointer to --help may follow).
 #
 #   cmake -DPROGRAM=path -DWORK_DIR=dir -DEXIT=0|error|usage -DEXPECT=regex
-#         [-DDATA_DIR=path] [-DCSV_COLUMNS=n -DCSV_LABELS=a;b;c [-DCSV_HEADER=ON]]
+#         [-DFORBID=regex] [-DDATA_DIR=path] [-DCSV_COLUMNS=n -DCSV_LABELS=a;b;c [-DCSV_HEADER=ON]]
 #         [-DFIRST_ARGS=a;b] -P run_sample_error_test.cmake -- args...
 #
 # DATA_DIR: VKT_DATA_DIR for the run; "LOOP" makes it one of two symbolic
@@ -16,7 +17,9 @@
 #   each (a header line first with CSV_HEADER), for --data.
 # CSV_LABELS and FIRST_ARGS separate their items with "|".
 # FIRST_ARGS: a first run that must succeed (e.g. training a model to resume).
-# In the arguments, %WORK_DIR% stands for the work directory.
+# FORBID: a regex the output must not match.
+# In the arguments, %WORK_DIR% stands for the work directory; in EXPECT and
+# FORBID, %SEMICOLON% for ";" (which would split a CMake argument).
 set(args)
 set(after_separator OFF)
 math(EXPR last "${CMAKE_ARGC} - 1")
@@ -77,13 +80,23 @@ endif()
 if(NOT EXIT STREQUAL "0" AND (rc STREQUAL "0" OR NOT rc MATCHES "^[0-9]+$"))
   message(FATAL_ERROR "exited with '${rc}', not with an error code")
 endif()
-if(EXIT STREQUAL "error")
+if(EXIT STREQUAL "usage" AND NOT rc STREQUAL "2")
+  message(FATAL_ERROR "exited with ${rc}, not 2 (a usage error)")
+endif()
+if(EXIT STREQUAL "error" OR EXIT STREQUAL "usage")
   string(REGEX MATCHALL "(^|\n)${name}: " error_lines "${err}")
   list(LENGTH error_lines count)
   if(NOT count EQUAL 1)
     message(FATAL_ERROR "${count} lines of stderr start with '${name}: ', not one")
   endif()
 endif()
+string(REPLACE "%SEMICOLON%" ";" EXPECT "${EXPECT}")
 if(NOT "${out}${err}" MATCHES "${EXPECT}")
   message(FATAL_ERROR "the output does not match '${EXPECT}'")
+endif()
+if(DEFINED FORBID)
+  string(REPLACE "%SEMICOLON%" ";" FORBID "${FORBID}")
+  if("${out}${err}" MATCHES "${FORBID}")
+    message(FATAL_ERROR "the output matches '${FORBID}': '${CMAKE_MATCH_0}'")
+  endif()
 endif()

@@ -10,11 +10,11 @@
 #include <vktower/tower/estimator.h>
 #include <vktower/vktower.h>
 #include <cstdint>
-#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+#include "sample_errors.h"
 #include "sample_flags.h"
 
 /// --devices, --model-dir, --steps, --seed, --batch-size, --accumulate, --mpi.
@@ -36,18 +36,16 @@ inline void add_sample_flags(CLI::App& app, SampleFlags& flags, const char* seed
       ->capture_default_str();
   app.add_option("--model-dir", flags.model_dir,
                  "checkpoints and metrics.csv; resumes from it (default: a new temporary dir)");
-  constexpr std::uint64_t kU64 = std::numeric_limits<std::uint64_t>::max();
-  constexpr auto kI64 = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
   app.add_option("--steps", flags.steps, "training steps (more, when resuming)")
       ->capture_default_str()
-      ->check(whole_number(1, kU64));
+      ->check(whole_number_from<std::uint64_t>(1));
   app.add_option("--seed", flags.seed, seed_meaning)
       ->capture_default_str()
-      ->check(whole_number(0, kU64));
+      ->check(whole_number_from<std::uint64_t>(0));
   app.add_option("--batch-size", flags.batch_size,
                  "global batch (a multiple of the towers); a micro-batch with --accumulate")
       ->capture_default_str()
-      ->check(whole_number(1, kI64));
+      ->check(whole_number_from<std::int64_t>(1));
   add_accumulate_flag(app, flags.accumulate);
   app.add_flag("--mpi", flags.mpi,
                "one process of an MPI job (a launch by Open MPI's mpirun is noticed without "

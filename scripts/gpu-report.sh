@@ -232,7 +232,8 @@ awk -F'\t' '$1 != 0 {print $3}' "$logs/test-results.tsv" | while read -r f; do
   } >>"$logs/failures.log"
 done
 
-# --- The goal figures, under the names its goals use.
+# --- The goal figures (docs/PERFORMANCE.md, "Performance goals"), under the
+# names the goals use.
 value() { awk -F= -v k="$1" '$1 == k {v = $2} END {if (v != "") print v}' "$figures"; }
 alias_figure() {
   local v

@@ -1,5 +1,5 @@
 # Runs scripts/gpu-report.sh --short on this build and fails unless its
-# report.json parses and holds the figures the GPU issue's goals are read from,
+# report.json parses and holds the figures the GPU goals (docs/PERFORMANCE.md) are read from,
 # with every selected test case passed.
 #   cmake -DSCRIPT=... -DBUILD_DIR=... -DOUT=... -P check_gpu_report.cmake
 file(REMOVE_RECURSE "${OUT}")

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <random>
 
 #include "../runtime/io/checkpoint.h"
@@ -23,6 +26,7 @@
 #include "hooks.h"
 #include "process_batches.h"
 #include "replicate.h"
+#include "stop_signals.h"
 #include "tower_device_pool.h"
 #include "tower_run.h"
 #include "training_log.h"
@@ -35,11 +39,48 @@ using detail::rows_of;
 
 namespace {
 
+constexpr const char* kTemporaryPrefix = "vktower-";
+
+// "vktower-<pid>-<hex>": the process that made it, alive or not.
+std::optional<pid_t> maker_of(const std::string& name) {
+  if (name.rfind(kTemporaryPrefix, 0) != 0) return std::nullopt;
+  const std::size_t begin = std::strlen(kTemporaryPrefix), dash = name.find('-', begin);
+  if (dash == std::string::npos || dash == begin || dash - begin > 9) return std::nullopt;
+  pid_t pid = 0;
+  for (std::size_t i = begin; i < dash; ++i) {
+    if (name[i] < '0' || name[i] > '9') return std::nullopt;
+    pid = pid * 10 + (name[i] - '0');
+  }
+  return pid;
+}
+
+// A run that was killed (SIGKILL, a second Ctrl-C) could not remove its
+// temporary model directory; the next run does, once its maker is gone.
+void remove_stale_model_dirs(const fs::path& temp) {
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(temp, ec)) {
+    const std::optional<pid_t> pid = maker_of(entry.path().filename().string());
+    struct stat info {};
+    if (!pid || ::lstat(entry.path().c_str(), &info) != 0 || !S_ISDIR(info.st_mode) ||
+        info.st_uid != ::getuid() || *pid == ::getpid() || ::kill(*pid, 0) == 0 || errno != ESRCH) {
+      continue;
+    }
+    std::error_code removed;
+    fs::remove_all(entry.path(), removed);
+    if (!removed) {
+      detail::log().info("removed {}, the temporary model directory of a run that was killed",
+                         entry.path().string());
+    }
+  }
+}
+
 std::string temporary_model_dir() {
+  const fs::path temp = fs::temp_directory_path();
+  remove_stale_model_dirs(temp);
   std::random_device random;
   fs::path dir;
   do {  // a new name: the directory is removed at the end, so it must be ours
-    dir = fs::temp_directory_path() / fmt::format("vktower-{:08x}", random());
+    dir = temp / fmt::format("{}{}-{:08x}", kTemporaryPrefix, ::getpid(), random());
   } while (fs::exists(dir));
   detail::log().info("no model_dir given: using temporary directory {} (removed at the end)",
                      dir.string());
@@ -187,6 +228,16 @@ std::uint64_t Estimator::chief_global_step(const std::optional<std::string>& lat
 }
 
 HostTensor Estimator::variable_value(const std::string& name) const {
+  // Rank 0 writes the checkpoints; every other rank holds the same variables
+  // in its trained model (or one restored from rank 0's checkpoint).
+  if (!chief()) {
+    for (const Mode mode : {Mode::Train, Mode::Eval, Mode::Predict}) {
+      const auto it = built_.find(mode);
+      if (it != built_.end() && (mode == Mode::Train || it->second->run->has_variable(name))) {
+        return it->second->run->variable_value(name);
+      }
+    }
+  }
   const std::optional<std::string> latest = latest_checkpoint();
   if (!latest) {
     throw Error(fmt::format("variable_value: model_dir '{}' has no checkpoint; train first",
@@ -282,8 +333,11 @@ std::map<std::string, double> Estimator::evaluate(const InputFn& input_fn,
   TowerRun& run = *b.run;
   run.restore(*latest);  // training may have rewritten it since
   run.reset_metrics();
+  std::optional<StopSignals> signals;
+  if (config_.stop_on_signals) signals.emplace();
   std::int64_t examples = 0;
   for (std::uint64_t n = 0; batch && (!steps || n < *steps); ++n) {
+    if (const int signal = signals ? StopSignals::pending() : 0) end_by_signal(signal);
     const std::int64_t rows = rows_of(batch->features, batch->labels, batch_size);
     pad(batch->features, batch_size);
     pad(batch->labels, batch_size);
@@ -313,8 +367,11 @@ HostBatch Estimator::predict(const InputFn& input_fn) {
   Built& b = built(Mode::Predict, *batch, batch_size);
   TowerRun& run = *b.run;
   run.restore(*latest);  // training may have rewritten it since
+  std::optional<StopSignals> signals;
+  if (config_.stop_on_signals) signals.emplace();
   HostBatch out;
   for (; batch; batch = input->next()) {
+    if (const int signal = signals ? StopSignals::pending() : 0) end_by_signal(signal);
     const std::int64_t rows = rows_of(batch->features, {}, batch_size);
     pad(batch->features, batch_size);
     HostBatch predictions = run.predict_step(my_rows(batch->features));

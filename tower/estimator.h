@@ -62,6 +62,14 @@ struct RunConfig {
   /// How long a rank waits for the others in any exchange before it stops
   /// with an error naming the step and the rank that did not answer.
   double process_timeout_s = 60;
+  /// Ctrl-C (SIGINT) or SIGTERM during train(): the step under way finishes,
+  /// a checkpoint is saved (every rank stops at the same step), metrics.csv
+  /// and the log are written, one line says where training stopped and how to
+  /// resume, and the process ends by that signal (a shell sees exit status 130
+  /// or 143); a second Ctrl-C ends it at once. During evaluate() and predict()
+  /// the process ends at the next batch. A temporary model directory is
+  /// removed first. false: signals are left as the program set them.
+  bool stop_on_signals = true;
 };
 
 /// How long train() runs: `steps` more steps, or until the global step
@@ -116,8 +124,11 @@ class Estimator {
   /// checkpoint's, else 0.
   std::uint64_t global_step() const;
   /// A variable's value (optimizer slots included, e.g. "w/Adam/m") in the
-  /// newest checkpoint (tf.estimator's get_variable_value). vkt::Error when
-  /// there is no checkpoint or no such variable (the message lists them).
+  /// newest checkpoint (tf.estimator's get_variable_value). Across processes
+  /// every rank holds rank 0's variables after train(), and the other ranks
+  /// answer from those (their model_dir need not hold the checkpoints).
+  /// vkt::Error when there is no checkpoint or no such variable (the message
+  /// lists them).
   HostTensor variable_value(const std::string& name) const;
   /// The newest checkpoint of model_dir, if any.
   std::optional<std::string> latest_checkpoint() const;
@@ -152,6 +163,12 @@ class Estimator {
   HostBatch my_rows(const HostBatch& batch) const;
   std::int64_t my_real_rows(std::int64_t real, std::int64_t batch_size) const;
   bool chief() const { return rank() == 0; }
+  /// The signal that asked to stop, agreed by every rank (0: none).
+  int stop_requested() const;
+  /// A stop asked for by `signal`: removes a temporary model_dir, ends the process.
+  [[noreturn]] void end_by_signal(int signal);
+  /// The info line that starts training: towers, devices, processes, batch.
+  void log_layout(TowerRun& run, std::int64_t step_examples) const;
 
   ModelFn model_fn_;
   RunConfig config_;

@@ -2,7 +2,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
 #include <limits>
+#include <set>
 
 #include "../runtime/io/checkpoint_manager.h"
 #include "../runtime/mpi/process_group.h"
@@ -12,6 +15,8 @@
 #include "estimator_detail.h"
 #include "hooks.h"
 #include "process_batches.h"
+#include "stop_signals.h"
+#include "tower_run.h"
 #include "training_log.h"
 #include "warm_start.h"
 
@@ -56,8 +61,13 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
   TowerRun& run = *b.run;
   run.discard_micro_batches();  // an earlier call's input may have ended mid-step
   start_from(b, latest);
+  // Rows a stopped run logged past its last checkpoint are not this run's.
+  if (log_) log_->forget_after(run.global_step());
+  std::optional<StopSignals> signals;
+  if (config_.stop_on_signals) signals.emplace();
 
   const std::int64_t step_examples = batch_size * config_.accumulate_steps;
+  log_layout(run, step_examples);
   const std::vector<std::shared_ptr<TrainingHook>> hooks = training_hooks(b, spec, step_examples);
   CheckpointManager checkpoints(config_.model_dir, config_.keep_checkpoint_max);
   const auto save = [&] {
@@ -77,6 +87,7 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
   std::uint64_t step = run.global_step();
   std::uint64_t saved_at = step;
   float loss = 0;
+  int stopped_by = 0;  // the signal that stopped training
   // Hands the steps' losses over, all but the newest `leave`; true when a hook asks to stop.
   const auto report = [&](std::size_t leave) {
     bool stop = false;
@@ -140,6 +151,8 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
         saved_at = step;
       }
       if (stop) break;
+      stopped_by = signals ? stop_requested() : 0;
+      if (stopped_by != 0) break;
       batch = std::move(next);
     }
     report(0);  // the input ended: the last steps' losses
@@ -155,10 +168,69 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
                          run.micro_batch(), config_.accumulate_steps, step + 1);
     run.discard_micro_batches();
   }
-  if (saved_at != step || !b.restored) save();
+  // A temporary model_dir goes with a stopped run: nothing to save there.
+  if ((saved_at != step || !b.restored) && !(stopped_by != 0 && own_model_dir_)) save();
   for (const auto& hook : hooks) hook->end();
   if (log_) log_->finish(step, loss);
+  if (stopped_by != 0) {
+    if (chief()) {
+      std::fprintf(
+          stderr, "%s\n",
+          (own_model_dir_
+               ? fmt::format("stopped by {} at global step {}; the model directory was temporary "
+                             "and is removed (give one to keep a stopped run)",
+                             StopSignals::describe(stopped_by), step)
+               : fmt::format("stopped by {} at global step {}: saved {}; train again with the same "
+                             "model directory to resume",
+                             StopSignals::describe(stopped_by), step, b.restored.value_or("")))
+              .c_str());
+    }
+    end_by_signal(stopped_by);
+  }
   return step;
+}
+
+int Estimator::stop_requested() const {
+  int signal = StopSignals::pending();
+  if (!processes_) return signal;
+  // Every rank stops at the same step, or the next exchange would wait for
+  // the ranks that stopped.
+  double asked[2] = {signal != 0 ? 1.0 : 0.0, static_cast<double>(signal)};
+  processes_->allreduce_sum(std::span<double>(asked, 2), "whether a rank was asked to stop");
+  if (asked[0] == 0) return 0;
+  // A rank that got no signal ends by the one the others got.
+  return signal != 0 ? signal : static_cast<int>(asked[1] / asked[0]);
+}
+
+void Estimator::end_by_signal(int signal) {
+  std::fflush(stdout);
+  built_.clear();  // the devices, before the directory they may still write to
+  if (own_model_dir_) {
+    std::error_code ec;
+    std::filesystem::remove_all(config_.model_dir, ec);
+  }
+  StopSignals::end_process(signal);
+}
+
+void Estimator::log_layout(TowerRun& run, std::int64_t step_examples) const {
+  if (!chief()) return;
+  std::set<std::uint32_t> physical;
+  std::vector<std::string> names;
+  for (int i = 0; i < run.towers(); ++i) {
+    const DeviceInfo& info = run.tower_graph(i).device().info();
+    if (physical.insert(info.index).second) names.push_back(info.name);
+  }
+  const int processes = processes_ ? processes_->size() : 1;
+  const int towers = run.towers() * processes;
+  detail::log().info("training {} tower{} ({} on {} device{}: {}{}), f32, global batch {}{}",
+                     towers, towers == 1 ? "" : "s", run.towers(), physical.size(),
+                     physical.size() == 1 ? "" : "s", fmt::join(names, ", "),
+                     processes == 1 ? "" : fmt::format("; in each of {} processes", processes),
+                     step_examples,
+                     config_.accumulate_steps == 1
+                         ? ""
+                         : fmt::format(" ({} micro-batches of {})", config_.accumulate_steps,
+                                       step_examples / config_.accumulate_steps));
 }
 
 std::map<std::string, double> Estimator::train_and_evaluate(const InputFn& train_input,

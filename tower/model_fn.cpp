@@ -1,8 +1,36 @@
 #include "model_fn.h"
 
+#include <fmt/format.h>
+
 #include "../runtime/vulkan/error.h"
 
 namespace vkt {
+
+const Tensor& TensorDict::at(const std::string& key) const {
+  const auto it = find(key);
+  if (it == end()) missing(key);
+  return it->second;
+}
+
+Tensor& TensorDict::at(const std::string& key) {
+  const auto it = find(key);
+  if (it == end()) missing(key);
+  return it->second;
+}
+
+void TensorDict::missing(const std::string& key) const {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : *this)
+    keys.push_back(k.empty() ? "'' (the unnamed one)" : "'" + k + "'");
+  throw Error(
+      empty()
+          ? fmt::format("the model asks its {} for '{}', and there are none (the input gives "
+                        "no {})",
+                        kind_, key, kind_)
+          : fmt::format("the model asks its {} for '{}'; the input gives {}: check the spelling "
+                        "of the key in the model and in the input",
+                        kind_, key, fmt::join(keys, ", ")));
+}
 
 ModelContext::ModelContext(Instance& instance, std::map<std::string, InputSpec> features,
                            std::map<std::string, InputSpec> labels, GraphOptions graph_options)

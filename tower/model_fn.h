@@ -26,8 +26,22 @@ enum class Mode { Train, Eval, Predict };
 using ParamValue = std::variant<bool, std::int64_t, double, std::string>;
 using Params = std::map<std::string, ParamValue>;
 
-/// Features or labels: a name -> tensor map (one unnamed tensor is the entry "").
-using TensorDict = std::map<std::string, Tensor>;
+/// Features or labels: a name -> tensor map (one unnamed tensor is the entry
+/// ""). at() of a key that is not there is a vkt::Error naming the keys that are.
+///
+///   const vkt::Tensor x = features.at("pixels");
+class TensorDict : public std::map<std::string, Tensor> {
+ public:
+  using std::map<std::string, Tensor>::map;
+  /// `kind` names the dict in errors ("features", "labels").
+  explicit TensorDict(std::string kind) : kind_(std::move(kind)) {}
+  const Tensor& at(const std::string& key) const;
+  Tensor& at(const std::string& key);
+
+ private:
+  [[noreturn]] void missing(const std::string& key) const;
+  std::string kind_ = "inputs";
+};
 
 /// An output of the model as served (tf.estimator.export): a prediction map,
 /// a regression value or classification scores (and classes).

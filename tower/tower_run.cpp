@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "../optimizers/replication.h"
 #include "../runtime/graph/ops/elementwise.h"
@@ -124,10 +125,18 @@ void TowerRun::build_towers(ModelContext& root, const ModelFn& model_fn,
     for (const auto& [key, spec] : *group) {
       const std::string name = input_name(key, kind);
       if (spec.shape.rank() == 0 || spec.shape[0] % n != 0) {
+        // Across processes each holds its share of the global batch: the user
+        // chose the global batch, and it must divide among every tower of the job.
+        const std::int64_t rows = spec.shape.rank() == 0 ? 0 : spec.shape[0];
+        const int p = processes();
         throw Error(
-            fmt::format("the batch of {} examples ('{}', shape {}) does not divide among {} "
-                        "towers; use a batch size that is a multiple of {}",
-                        spec.shape.rank() == 0 ? 0 : spec.shape[0], name, spec.shape.str(), n, n));
+            p == 1 ? fmt::format("the batch of {} examples ('{}', shape {}) does not divide among "
+                                 "{} towers; use a batch size that is a multiple of {}",
+                                 rows, name, spec.shape.str(), n, n)
+                   : fmt::format("the global batch of {} examples ('{}') does not divide among {} "
+                                 "towers ({} processes x {}); use a batch size that is a multiple "
+                                 "of {}",
+                                 rows * p, name, n * p, p, n, n * p));
       }
       if (!inputs.emplace(name, std::pair{spec, kind}).second) {
         throw Error(fmt::format("a feature and a label are both named '{}'; rename one", name));
@@ -142,13 +151,15 @@ void TowerRun::build_towers(ModelContext& root, const ModelFn& model_fn,
     for (const Tower& earlier : towers_) before += earlier.device == t.device ? 1 : 0;
     t.lane = before % t.device->compute_queues();
     GraphOptions graph_options = root.graph_options();
-    graph_options.replica = static_cast<std::uint32_t>(i);  // its own dropout masks
+    // Where the tower's shard starts in the global batch (dropout draws by it).
+    const std::int64_t shard = inputs.empty() ? 0 : inputs.begin()->second.first.shape[0] / n;
+    graph_options.first_row = static_cast<std::uint32_t>((rank() * n + i) * shard);
     t.graph = std::make_unique<Graph>(*t.device, graph_options);
     if (i > 0) t.graph->set_name_scope(fmt::format("tower_{}/", i));
     if (exchanges()) {
       t.graph->set_attachment(std::make_unique<TowerReplication>(i, n, scale, *calls_, *t.graph));
     }
-    TensorDict features, labels;
+    TensorDict features("features"), labels("labels");
     for (const auto& [name, entry] : inputs) {
       std::vector<std::int64_t> dims = entry.first.shape.dims();
       dims[0] /= n;
@@ -164,6 +175,9 @@ void TowerRun::build_towers(ModelContext& root, const ModelFn& model_fn,
       const std::vector<float> ones(static_cast<std::size_t>(tower_batch_), 1.0f);
       ctx.set_example_weights(mode_ == Mode::Eval ? t.graph->input(kExampleWeights, {tower_batch_})
                                                   : t.graph->constant({tower_batch_}, ones));
+      // Evaluation pads a short last batch: a loss given no weights leaves
+      // the padding out all the same.
+      if (mode_ == Mode::Eval) t.graph->set_example_weights(ctx.example_weights());
     }
     const Params tower_params = params;  // each tower its own copy
     t.spec = model_fn(ctx, features, labels, mode_, tower_params);
@@ -400,6 +414,29 @@ std::vector<float> TowerRun::variable(const std::string& name) {
   const std::optional<Tensor> var = g.find_variable(name);
   if (!var) throw Error(fmt::format("the model has no variable named '{}'", name));
   return g.values(*var);
+}
+
+HostTensor TowerRun::variable_value(const std::string& name) {
+  std::vector<Graph*> graphs = share_graphs();  // RoundRobin: the slots are only in the shares
+  graphs.push_back(&variables_graph());
+  for (Graph* g : graphs) {
+    if (const std::optional<Tensor> var = g->find_variable(name)) {
+      return HostTensor::floats(var->shape(), g->values(*var));
+    }
+  }
+  std::set<std::string> names;
+  for (const Graph* g : graphs) {
+    for (const Variable& v : g->variables()) names.insert(v.tensor.name());
+  }
+  throw Error(
+      fmt::format("the model has no variable '{}'; it has {}", name, fmt::join(names, ", ")));
+}
+
+bool TowerRun::has_variable(const std::string& name) const {
+  for (const Graph* g : share_graphs()) {
+    if (g->find_variable(name)) return true;
+  }
+  return variables_graph().find_variable(name).has_value();
 }
 
 std::vector<Graph*> TowerRun::share_graphs() const {

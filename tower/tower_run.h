@@ -111,6 +111,9 @@ class TowerRun {
   /// A variable's or optimizer slot's value (the master copy with several
   /// towers; with RoundRobin, its owner device's).
   std::vector<float> variable(const std::string& name);
+  /// variable() with its shape; vkt::Error naming the variables there are.
+  HostTensor variable_value(const std::string& name);
+  bool has_variable(const std::string& name) const;
   /// Saves every variable, slot and the global step as a safetensors checkpoint
   /// (the masters; with Mirrored, tower 0's replica, which every tower equals;
   /// with RoundRobin, every device's share in one file).

@@ -61,8 +61,19 @@ void TowerRun::evaluate_step(const HostBatch& features, const HostBatch& labels,
     throw Error(fmt::format("evaluate_step: {} real examples in a batch of {}; give {} to {}",
                             *real_examples, rows, fewest, rows));
   }
-  run_towers(features, labels, real_examples);
   const std::int64_t real = real_examples.value_or(rows);
+  for (int i = 0; i < towers(); ++i) {
+    const std::int64_t tower_real =
+        std::clamp<std::int64_t>(real - i * tower_batch_, 0, tower_batch_);
+    if (tower_real > 0 && tower_real < tower_batch_ && !towers_[i].takes_example_weights) {
+      throw Error(fmt::format(
+          "evaluate: the last batch has {} examples, padded to {}, and the model's loss does not "
+          "weigh the padding out (vkt's losses do when given no weights; a loss of your own "
+          "needs ModelContext::example_weights()); or evaluate a multiple of {} examples",
+          real, rows, rows));
+    }
+  }
+  run_towers(features, labels, real_examples);
   for (int i = 0; i < towers(); ++i) {  // tower order: the sums come out the same every run
     Tower& t = towers_[i];
     const std::int64_t tower_real =

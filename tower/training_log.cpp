@@ -1,7 +1,12 @@
 #include "training_log.h"
 
 #include <fmt/format.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
 
 #include <cstdio>
 #include <cstdlib>
@@ -64,6 +69,38 @@ std::string TrainingLog::plot_path() const {
   return (fs::path(dir_) / "loss.png").string();
 }
 
+void TrainingLog::forget_after(std::uint64_t global_step) {
+  const std::string path = metrics_path();
+  std::ifstream in(path);
+  if (!in) return;
+  std::string kept, line;
+  std::size_t dropped = 0;
+  for (bool header = true; std::getline(in, line); header = false) {
+    std::uint64_t step = 0;
+    const auto [end, ec] = std::from_chars(line.data(), line.data() + line.size(), step);
+    if (!header && ec == std::errc() && *end == ',' && step > global_step) {
+      ++dropped;
+      continue;
+    }
+    kept += line + "\n";
+  }
+  in.close();
+  if (dropped == 0) return;
+  // Written beside the old file and renamed over it: a crash leaves one or the other.
+  const std::string partial = path + ".partial";
+  {
+    std::ofstream out(partial, std::ios::trunc);
+    out << kept;
+    if (!out.flush())
+      throw Error(fmt::format("cannot write '{}'; is the model directory writable?", partial));
+  }
+  std::error_code ec;
+  fs::rename(partial, path, ec);
+  if (ec) throw Error(fmt::format("cannot replace '{}': {}", path, ec.message()));
+  detail::log().info("metrics.csv: dropped {} rows past global step {}, where training resumes",
+                     dropped, global_step);
+}
+
 void TrainingLog::start(std::uint64_t first_step, std::optional<std::uint64_t> last_step,
                         std::int64_t batch_size, std::uint64_t summary_steps) {
   first_step_ = first_step;
@@ -75,6 +112,37 @@ void TrainingLog::start(std::uint64_t first_step, std::optional<std::uint64_t> l
   last_draw_ = {};
 }
 
+std::string progress_line(const Progress& p, int columns) {
+  const std::size_t width = static_cast<std::size_t>(std::max(columns, 2) - 1);
+  const std::string of = p.last_step ? fmt::format("/{}", *p.last_step) : "";
+  const std::string core = fmt::format("step {}{} loss {:.4f}", p.step, of, p.loss);
+  const std::string rate = fmt::format(" {:.0f} examples/s", p.examples_per_s);
+  const std::string eta = p.eta_s ? fmt::format(" ETA {}", duration(*p.eta_s)) : "";
+  const std::string text = core + rate + eta;
+  if (p.last_step && text.size() + 8 <= width) {  // "[", 5 or more, "] "
+    const std::size_t bar = std::min<std::size_t>(30, width - text.size() - 3);
+    const auto filled =
+        static_cast<std::size_t>(std::clamp(p.fraction, 0.0, 1.0) * static_cast<double>(bar));
+    return fmt::format("[{}{}] {}", std::string(filled, '#'), std::string(bar - filled, '.'), text);
+  }
+  for (const std::string& shorter : {text, core + rate}) {
+    if (shorter.size() <= width) return shorter;
+  }
+  return core.substr(0, width);
+}
+
+int terminal_columns() {
+  winsize size{};
+  if (::ioctl(STDERR_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+  if (const char* columns = std::getenv("COLUMNS")) {
+    int n = 0;
+    const char* end = columns + std::strlen(columns);
+    const auto [last, ec] = std::from_chars(columns, end, n);
+    if (ec == std::errc() && last == end && n > 0) return n;
+  }
+  return 80;
+}
+
 void TrainingLog::draw_bar(std::uint64_t global_step, float loss, bool final) {
   const auto now = std::chrono::steady_clock::now();
   if (!final && now - last_draw_ < std::chrono::milliseconds(100)) return;
@@ -82,22 +150,19 @@ void TrainingLog::draw_bar(std::uint64_t global_step, float loss, bool final) {
   const double seconds = std::chrono::duration<double>(now - started_).count();
   const double done = static_cast<double>(global_step - first_step_);
   const double steps_per_s = seconds > 0 ? done / seconds : 0.0;
-  std::string bar;
-  std::string eta;
+  Progress p{.step = global_step,
+             .last_step = last_step_,
+             .loss = loss,
+             .examples_per_s = steps_per_s * static_cast<double>(batch_size_),
+             .eta_s = std::nullopt};
   if (last_step_ && *last_step_ > first_step_) {
-    constexpr int kWidth = 30;
-    const double fraction = std::min(1.0, done / static_cast<double>(*last_step_ - first_step_));
-    const int filled = static_cast<int>(fraction * kWidth);
-    bar = fmt::format("[{}{}] ", std::string(static_cast<std::size_t>(filled), '#'),
-                      std::string(static_cast<std::size_t>(kWidth - filled), '.'));
-    if (steps_per_s > 0) {
-      eta = fmt::format(" ETA {}",
-                        duration(static_cast<double>(*last_step_ - global_step) / steps_per_s));
+    p.fraction = done / static_cast<double>(*last_step_ - first_step_);
+    if (steps_per_s > 0 && *last_step_ >= global_step) {
+      p.eta_s = static_cast<double>(*last_step_ - global_step) / steps_per_s;
     }
   }
-  const std::string of = last_step_ ? fmt::format("/{}", *last_step_) : "";
-  fmt::print(stderr, "\r{}step {}{} loss {:.4f} {:.0f} examples/s{}\x1b[K", bar, global_step, of,
-             loss, steps_per_s * static_cast<double>(batch_size_), eta);
+  // The width is read at every redraw: the window may have been resized.
+  fmt::print(stderr, "\r{}\x1b[K", progress_line(p, terminal_columns()));
   std::fflush(stderr);
   bar_open_ = true;
 }

@@ -12,6 +12,25 @@
 
 namespace vkt {
 
+/// What the progress line shows (see progress_line).
+struct Progress {
+  std::uint64_t step = 0;
+  std::optional<std::uint64_t> last_step;  ///< unknown: no bar, no ETA
+  double fraction = 0;                     ///< of the run's steps done, 0 to 1
+  float loss = 0;
+  double examples_per_s = 0;
+  std::optional<double> eta_s;
+};
+
+/// The progress line for a terminal `columns` wide, never wider than
+/// columns - 1 (a full line would wrap on some terminals): the bar shrinks
+/// first (30 characters down to 5, then none), then the ETA goes, then the
+/// rate, then the line is cut.
+std::string progress_line(const Progress& progress, int columns);
+
+/// The width of the terminal on stderr (TIOCGWINSZ), else COLUMNS, else 80.
+int terminal_columns();
+
 /// Progress is a bar redrawn in place when stderr is a terminal (steps, loss,
 /// examples/s, ETA) and plain log lines (spdlog) otherwise, so a log file holds
 /// no carriage returns. metrics.csv is long-form, appended across runs:
@@ -24,6 +43,10 @@ class TrainingLog {
   TrainingLog(std::string model_dir, bool progress, bool plot);
   ~TrainingLog();
 
+  /// Drops the rows of metrics.csv past `global_step`: a run stopped between
+  /// two checkpoints logged steps that its resumed run trains again, and the
+  /// file (and loss.png) keeps one row per step and name, in step order.
+  void forget_after(std::uint64_t global_step);
   /// A training run from `first_step` towards `last_step` (unknown: no ETA),
   /// the loss kept in metrics.csv every `summary_steps` (0: at the end only).
   void start(std::uint64_t first_step, std::optional<std::uint64_t> last_step,

@@ -13,7 +13,7 @@
 namespace vkt {
 
 namespace {
-constexpr std::size_t kStepParamsBytes = 16;  // u32 step, u32 seed, u32 replica, spare
+constexpr std::size_t kStepParamsBytes = 16;  // u32 step, u32 seed, u32 first row, spare
 
 // The shaders' mix32 (lowbias32): maps 0 to 0.
 std::uint32_t mix32(std::uint32_t v) {
@@ -431,7 +431,7 @@ Ticket Executor::run(std::span<const Ticket> waits) {
   // random streams there: a resumed run draws what the uninterrupted one did.
   if (graph_->global_step() != seen_global_step_) step_ = graph_->global_step();
   const std::uint32_t params[4] = {fold(step_), fold(graph_->options().seed),
-                                   graph_->options().replica, 0};
+                                   graph_->options().first_row, 0};
   const std::span<std::byte> host = feed_host();
   std::memcpy(host.data() + params_offset_, params, sizeof(params));
   const ParamsContext params_context(*this);

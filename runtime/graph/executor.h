@@ -169,7 +169,7 @@ class Executor {
   Stream& stream() { return stream_; }
   Graph& graph() const { return *graph_; }
   /// The step the next run draws its random numbers for (dropout masks):
-  /// every random stream is a function of (graph seed, this step, replica, op),
+  /// every random stream is a function of (graph seed, this step, row, op),
   /// so a run is a pure function of the variables and the step. It starts at
   /// the graph's global step, follows it whenever it changes (a restored
   /// checkpoint, a training step), and advances by one each run in between (a

@@ -94,6 +94,19 @@ std::optional<Tensor> Graph::find_variable(const std::string& name) const {
   return variables_[found->second].tensor;
 }
 
+std::string Graph::unique_layer_name(const std::string& base) {
+  int& count = layer_names_[base];
+  for (;; ++count) {
+    std::string name = count == 0 ? base : fmt::format("{}_{}", base, count);
+    // A layer's variables are "<name>/..."; an explicit name may have taken it.
+    const auto after = variable_index_.lower_bound(name + "/");
+    if (after == variable_index_.end() || after->first.rfind(name + "/", 0) != 0) {
+      ++count;
+      return name;
+    }
+  }
+}
+
 Tensor Graph::external_gradient(const Tensor& variable) {
   const TensorInfo& v = info(variable);
   if (v.kind != TensorKind::Variable) {

@@ -55,10 +55,12 @@ class GraphAttachment {
 
 struct GraphOptions {
   std::uint64_t seed = 0;  ///< seeds variable initializers and dropout
-  /// Which replica of a model this graph is (replicate_model_fn gives tower i
-  /// replica i): dropout draws an independent mask per replica, while the
-  /// initializers ignore it, so every replica starts from the same values.
-  std::uint32_t replica = 0;
+  /// The row of the global batch that this graph's row 0 is (replicate_model_fn
+  /// gives each tower the offset of its shard, across processes too): dropout
+  /// draws each element's mask from its row of the global batch, so 1 tower, N
+  /// towers and P processes drop the same elements of the same example. The
+  /// initializers ignore it: every replica starts from the same values.
+  std::uint32_t first_row = 0;
 };
 
 /// The graph of one tower: everything lives on one Device. Built once, run many
@@ -138,6 +140,21 @@ class Graph {
   void set_name_scope(std::string scope) { scope_ = std::move(scope); }
   const std::string& name_scope() const { return scope_; }
 
+  /// A layer's name when the caller gave none, as Keras names them: `base`
+  /// the first time, then `base_1`, `base_2`, ... (skipping names whose
+  /// variables exist already), so two unnamed dense layers own
+  /// "dense/kernel" and "dense_1/kernel". Every graph built by the same code
+  /// (each tower, evaluation) hands out the same names in the same order.
+  std::string unique_layer_name(const std::string& base);
+
+  /// The weights of the examples (f32 [rows]) that the losses of this graph
+  /// use when they are given none: set by replicate_model_fn in evaluation,
+  /// where a short last batch is padded (0 for a padding row), so a loss
+  /// left unweighted still averages over the real examples only. Empty
+  /// (the default): unweighted losses weigh every row alike.
+  void set_example_weights(const Tensor& weights) { example_weights_ = weights; }
+  const Tensor& example_weights() const { return example_weights_; }
+
   /// The variables' memory: one arena Buffer for all of them, made (and filled
   /// from the initializers) the first time an Executor needs it. Variables
   /// cannot be added after that.
@@ -170,6 +187,8 @@ class Graph {
   std::map<int, std::vector<std::byte>> constants_;
   std::vector<Tensor> state_updates_;
   std::string scope_;
+  std::map<std::string, int> layer_names_;  // base name -> unnamed layers so far
+  Tensor example_weights_;
   std::unique_ptr<GraphAttachment> attachment_;
   std::uint64_t global_step_ = 0;
   Ticket last_run_;

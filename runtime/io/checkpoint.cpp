@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../graph/graph.h"
+#include "../vulkan/detail/log.h"
 #include "../vulkan/error.h"
 #include "atomic_file.h"
 #include "checkpoint_file.h"
@@ -18,10 +19,6 @@ namespace {
 
 using detail::CheckpointEntry;
 using detail::CheckpointFile;
-
-[[noreturn]] void refuse(const std::string& path, const std::string& problem) {
-  throw Error(fmt::format("checkpoint '{}' cannot be loaded: {}", path, problem));
-}
 
 // Names missing from the file, extra in it, or with another shape, listed.
 void check_matches_graph(const std::string& path, std::span<Graph* const> graphs,
@@ -34,9 +31,8 @@ void check_matches_graph(const std::string& path, std::span<Graph* const> graphs
       if (it == entries.end()) {
         missing.push_back(v.tensor.name());
       } else if (it->second.shape != v.tensor.shape()) {
-        reshaped.push_back(fmt::format("'{}' is {} in the file but {} in the graph",
-                                       v.tensor.name(), it->second.shape.str(),
-                                       v.tensor.shape().str()));
+        reshaped.push_back(fmt::format("'{}' is {} in it, {} in the model", v.tensor.name(),
+                                       it->second.shape.str(), v.tensor.shape().str()));
       }
     }
   }
@@ -48,16 +44,21 @@ void check_matches_graph(const std::string& path, std::span<Graph* const> graphs
     if (match == CheckpointMatch::Exact && !in_a_graph(name)) extra.push_back(name);
   }
   if (missing.empty() && extra.empty() && reshaped.empty()) return;
-  std::string problem = "its variables do not match the graph's:";
-  if (!reshaped.empty()) problem += fmt::format(" shape mismatch: {};", fmt::join(reshaped, "; "));
-  if (!missing.empty()) {
-    problem += fmt::format(" missing from the file: {};", fmt::join(missing, ", "));
-  }
-  if (!extra.empty())
-    problem += fmt::format(" in the file but not the graph: {};", fmt::join(extra, ", "));
-  problem.back() = '.';
-  problem += " Build the same model (and optimizers) that wrote the checkpoint";
-  refuse(path, problem);
+  // Every difference at debug level; the error itself stays one short line.
+  std::vector<std::string> all = reshaped;
+  for (const std::string& name : missing)
+    all.push_back(fmt::format("the model's '{}' is not in it", name));
+  for (const std::string& name : extra)
+    all.push_back(fmt::format("its '{}' is not in the model", name));
+  detail::log().debug("checkpoint '{}' does not match the model: {}", path, fmt::join(all, "; "));
+  const std::string more =
+      all.size() == 1
+          ? ""
+          : fmt::format(", and {} more difference{}", all.size() - 1, all.size() == 2 ? "" : "s");
+  throw Error(fmt::format(
+      "checkpoint '{}' was written by another model ({}{}); give another RunConfig.model_dir, or "
+      "build the model that wrote it",
+      path, all.front(), more));
 }
 
 }  // namespace

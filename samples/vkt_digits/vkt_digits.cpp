@@ -16,6 +16,7 @@
 #include <vktower/vktower.h>
 #include "../sample_cli.h"
 #include "../sample_data.h"
+#include "../sample_errors.h"
 #include "../sample_throughput.h"
 
 #include <chrono>
@@ -88,9 +89,9 @@ int main(int argc, char** argv) {
   app.add_option(
       "--data", data,
       "the digits CSV (64 pixels 0..16, then the label); " + sample_data_help("digits.csv.gz"));
-  CLI11_PARSE(app, argc, argv);
+  if (const std::optional<int> exit = parse_flags(app, argc, argv, "vkt-digits")) return *exit;
 
-  try {
+  return run_sample("vkt-digits", [&] {
     if (data.empty()) data = sample_data_file("digits.csv.gz");
     const vkt::Dataset all =
         vkt::Dataset::from_csv(vkt::read_csv(data),
@@ -143,11 +144,5 @@ int main(int argc, char** argv) {
     fmt::print("test_accuracy={:.4f} examples_per_s={:.0f} towers={}\n", result.at("accuracy"),
                examples_per_s, all_towers);
     return 0;
-  } catch (const vkt::Error& e) {
-    fmt::print(stderr, "vkt-digits: {}\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {  // a bug, but still one line, not an abort
-    fmt::print(stderr, "vkt-digits: unexpected error: {}\n", e.what());
-    return 1;
-  }
+  });
 }

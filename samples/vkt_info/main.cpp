@@ -7,7 +7,9 @@
 #include <vktower/tower/device_choice.h>
 #include <vktower/vktower.h>
 #include <cstdio>
+#include <optional>
 
+#include "../sample_errors.h"
 #include "../sample_flags.h"
 #include "self_test.h"
 
@@ -46,6 +48,50 @@ void print_device(const vkt::DeviceInfo& d) {
   fmt::print("    {:<15}{}\n", "max buffer", size_string(d.max_allocation_bytes));
 }
 
+/// Lists every device and self-tests each; the exit code: 1 when there is
+/// none or a self-test failed.
+int list_devices(std::uint32_t elements, bool self_test, const char* install_hint) {
+  vkt::Instance instance;
+  const auto& devices = instance.devices();
+  if (devices.empty()) {
+    fmt::print(stderr, "vkt-info: no Vulkan device found\n{}\n", install_hint);
+    return 1;
+  }
+  fmt::print("vktower {} found {} Vulkan device{}{}\n\n", vkt::version(), devices.size(),
+             devices.size() == 1 ? "" : "s",
+             instance.validation_enabled() ? " (validation layer on)" : "");
+  // Which devices a run with no devices given (--devices all, VKT_DEVICES unset) takes.
+  const vkt::DeviceChoice choice = vkt::choose_default_devices(devices);
+  int failures = 0;
+  for (const vkt::DeviceInfo& info : devices) {
+    print_device(info);
+    const vkt::DeviceVerdict& verdict = choice.verdicts[info.index];
+    fmt::print("    {:<15}{} ({})\n", "default run", verdict.used ? "yes" : "no", verdict.reason);
+    if (!info.unusable_reason.empty()) {
+      fmt::print("    {:<15}unusable: it {}\n", "self-test", info.unusable_reason);
+      ++failures;
+    } else if (self_test) {
+      vkt::Device device(instance, info.index);
+      const SelfTestResult r = run_self_test(device, elements);
+      if (!r.error.empty()) {
+        fmt::print("    {:<15}saxpy on {} floats: FAIL ({})\n", "self-test", elements, r.error);
+      } else {
+        fmt::print(
+            "    {:<15}saxpy on {} floats: {} ({} wrong, max relative error {:.2g}, "
+            "{:.2f} ms)\n",
+            "self-test", elements, r.passed ? "PASS" : "FAIL", r.wrong, r.max_error, r.device_ms);
+      }
+      failures += r.passed ? 0 : 1;
+    }
+    fmt::print("\n");
+  }
+  if (instance.validation_enabled()) {
+    fmt::print("validation messages: {}\n",
+               instance.validation_errors() + instance.validation_warnings());
+  }
+  return failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,56 +102,11 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(whole_number(1, 1u << 28));
   app.add_flag("!--no-self-test", self_test, "only list the devices");
-  CLI11_PARSE(app, argc, argv);
+  if (const std::optional<int> exit = parse_flags(app, argc, argv, "vkt-info")) return *exit;
 
   const char* install_hint =
       "Install a Vulkan driver: `apt-get install mesa-vulkan-drivers` gives lavapipe, a CPU "
       "device that needs no GPU; for a GPU install its vendor's Vulkan driver.";
-  try {
-    vkt::Instance instance;
-    const auto& devices = instance.devices();
-    if (devices.empty()) {
-      fmt::print(stderr, "No Vulkan device found. {}\n", install_hint);
-      return 2;
-    }
-    fmt::print("vktower {} found {} Vulkan device{}{}\n\n", vkt::version(), devices.size(),
-               devices.size() == 1 ? "" : "s",
-               instance.validation_enabled() ? " (validation layer on)" : "");
-    // Which devices a run with no devices given (--devices all, VKT_DEVICES unset) takes.
-    const vkt::DeviceChoice choice = vkt::choose_default_devices(devices);
-    int failures = 0;
-    for (const vkt::DeviceInfo& info : devices) {
-      print_device(info);
-      const vkt::DeviceVerdict& verdict = choice.verdicts[info.index];
-      fmt::print("    {:<15}{} ({})\n", "default run", verdict.used ? "yes" : "no", verdict.reason);
-      if (!info.unusable_reason.empty()) {
-        fmt::print("    {:<15}unusable: it {}\n", "self-test", info.unusable_reason);
-        ++failures;
-      } else if (self_test) {
-        vkt::Device device(instance, info.index);
-        const SelfTestResult r = run_self_test(device, elements);
-        if (!r.error.empty()) {
-          fmt::print("    {:<15}saxpy on {} floats: FAIL ({})\n", "self-test", elements, r.error);
-        } else {
-          fmt::print(
-              "    {:<15}saxpy on {} floats: {} ({} wrong, max relative error {:.2g}, "
-              "{:.2f} ms)\n",
-              "self-test", elements, r.passed ? "PASS" : "FAIL", r.wrong, r.max_error, r.device_ms);
-        }
-        failures += r.passed ? 0 : 1;
-      }
-      fmt::print("\n");
-    }
-    if (instance.validation_enabled()) {
-      fmt::print("validation messages: {}\n",
-                 instance.validation_errors() + instance.validation_warnings());
-    }
-    return failures == 0 ? 0 : 1;
-  } catch (const vkt::Error& e) {
-    fmt::print(stderr, "vkt-info: {}\n{}\n", e.what(), install_hint);
-    return 2;
-  } catch (const std::exception& e) {  // a bug, but still one line, not an abort
-    fmt::print(stderr, "vkt-info: unexpected error: {}\n", e.what());
-    return 2;
-  }
+  return run_sample(
+      "vkt-info", [&] { return list_devices(elements, self_test, install_hint); }, install_hint);
 }

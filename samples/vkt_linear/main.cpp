@@ -13,12 +13,12 @@
 #include <vktower/tower/estimator.h>
 #include <vktower/tower/replicate.h>
 #include <vktower/vktower.h>
+#include "../sample_errors.h"
 #include "../sample_flags.h"
 #include "../sample_throughput.h"
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--steps", steps, "training steps (more, when resuming)")
       ->capture_default_str()
-      ->check(whole_number(1, std::numeric_limits<std::uint64_t>::max()));
+      ->check(whole_number_from<std::uint64_t>(1));
   app.add_option("--reduction", reduction, "how tower losses combine")
       ->capture_default_str()
       ->check(CLI::IsMember({"sum", "mean", "sum_by_nonzero_weights"}));
@@ -99,12 +99,12 @@ int main(int argc, char** argv) {
                  "checkpoints; resumes from it (default: a new temporary dir)");
   app.add_option("--seed", seed, "the graph seed (c starts at 10 whatever it is)")
       ->capture_default_str()
-      ->check(whole_number(0, std::numeric_limits<std::uint64_t>::max()));
+      ->check(whole_number_from<std::uint64_t>(0));
   int accumulate = 1;
   add_accumulate_flag(app, accumulate);
-  CLI11_PARSE(app, argc, argv);
+  if (const std::optional<int> exit = parse_flags(app, argc, argv, "vkt-linear")) return *exit;
 
-  try {
+  return run_sample("vkt-linear", [&] {
     const std::map<std::string, vkt::LossReduction> reductions = {
         {"sum", vkt::LossReduction::Sum},
         {"mean", vkt::LossReduction::Mean},
@@ -147,11 +147,5 @@ int main(int argc, char** argv) {
     fmt::print("c={}\n", c);
     print_startup(*throughput);
     return 0;
-  } catch (const vkt::Error& e) {
-    fmt::print(stderr, "vkt-linear: {}\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {  // a bug, but still one line, not an abort
-    fmt::print(stderr, "vkt-linear: unexpected error: {}\n", e.what());
-    return 1;
-  }
+  });
 }

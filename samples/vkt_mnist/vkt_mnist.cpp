@@ -18,6 +18,7 @@
 #include <vktower/vktower.h>
 #include "../sample_cli.h"
 #include "../sample_data.h"
+#include "../sample_errors.h"
 #include "../sample_throughput.h"
 #include "mnist_augment.h"
 #include "mnist_data.h"
@@ -28,6 +29,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -118,12 +120,13 @@ void add_mnist_flags(CLI::App& app, MnistFlags& flags) {
       ->delimiter(',')
       ->expected(2)
       ->capture_default_str()
-      ->check(whole_number(1, 27) & CLI::Validator(
-                                        [](std::string& text) -> std::string {
-                                          return text.back() % 2 == 1 ? std::string()
-                                                                      : "'" + text + "' is even";
-                                        },
-                                        "ODD"));
+      ->check((whole_number(1, 27) & CLI::Validator(
+                                         [](std::string& text) -> std::string {
+                                           return text.back() % 2 == 1 ? std::string()
+                                                                       : "'" + text + "' is even";
+                                         },
+                                         "ODD"))
+                  .description("odd INT in 1..27"));
   app.add_option("--dense", flags.dense, "units of the hidden dense layer")
       ->capture_default_str()
       ->check(whole_number(1, 65536));
@@ -220,14 +223,6 @@ int main(int argc, char** argv) {
       "chosen Vulkan device; resumes from --model-dir"};
   MnistFlags flags;
   add_mnist_flags(app, flags);
-  CLI11_PARSE(app, argc, argv);
-  try {
-    return run(flags, started);
-  } catch (const vkt::Error& e) {
-    fmt::print(stderr, "vkt-mnist: {}\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {  // a bug, but still one line, not an abort
-    fmt::print(stderr, "vkt-mnist: unexpected error: {}\n", e.what());
-    return 1;
-  }
+  if (const std::optional<int> exit = parse_flags(app, argc, argv, "vkt-mnist")) return *exit;
+  return run_sample("vkt-mnist", [&] { return run(flags, started); });
 }

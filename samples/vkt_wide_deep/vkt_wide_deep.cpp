@@ -16,6 +16,7 @@
 #include <vktower/vktower.h>
 #include "../sample_cli.h"
 #include "../sample_data.h"
+#include "../sample_errors.h"
 #include "../sample_throughput.h"
 
 #include <chrono>
@@ -110,9 +111,9 @@ int main(int argc, char** argv) {
   app.add_option("--data", data,
                  "the breast cancer CSV (a header line, 30 features, the label); " +
                      sample_data_help("breast_cancer.csv"));
-  CLI11_PARSE(app, argc, argv);
+  if (const std::optional<int> exit = parse_flags(app, argc, argv, "vkt-wide-deep")) return *exit;
 
-  try {
+  return run_sample("vkt-wide-deep", [&] {
     if (data.empty()) data = sample_data_file("breast_cancer.csv");
     // Sigmoid cross-entropy and the 0.5 threshold: binary labels, 0 or 1.
     const vkt::Dataset all = vkt::Dataset::from_csv(vkt::read_csv(data, {.skip_lines = 1}),
@@ -163,11 +164,5 @@ int main(int argc, char** argv) {
     print_startup(*throughput);
     fmt::print("test_accuracy={:.4f}\n", result.at("accuracy"));
     return 0;
-  } catch (const vkt::Error& e) {
-    fmt::print(stderr, "vkt-wide-deep: {}\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {  // a bug, but still one line, not an abort
-    fmt::print(stderr, "vkt-wide-deep: unexpected error: {}\n", e.what());
-    return 1;
-  }
+  });
 }

@@ -1,6 +1,6 @@
 // dropout: the kept fraction, the exact scaling, a mask that is a function of
-// (seed, step, op) and nothing else, identity in evaluation, the gradient's
-// recomputed mask, and bad rates.
+// (seed, step, row of the global batch, op) and nothing else, identity in evaluation, the
+// gradient's recomputed mask, and bad rates.
 #include <cmath>
 #include <limits>
 
@@ -24,8 +24,8 @@ struct DropoutGraph {
   std::vector<float> w = vkt::test::random_floats(kN, 2);
 
   DropoutGraph(vkt::Device& device, std::uint64_t seed, float rate, std::uint32_t offset = 0,
-               std::uint32_t replica = 0)
-      : g(device, {.seed = seed, .replica = replica}) {
+               std::uint32_t first_row = 0)
+      : g(device, {.seed = seed, .first_row = first_row}) {
     x = g.input("x", {kN});
     y = vkt::dropout(x, rate, offset);
     grad = vkt::gradients(vkt::reduce_sum(y * g.constant({kN}, w)), {x})[0].dense;
@@ -83,7 +83,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "dropout's mask depends on the seed, the step, the replica and the op, and on nothing else") {
+    "dropout's mask depends on the seed, the step, the row of the global batch and the op, and on "
+    "nothing else") {
   vkt::Device& device = vkt::test::shared_device();
   DropoutGraph d(device, 7, 0.5f);
   vkt::Executor first(d.g, {d.y});
@@ -105,9 +106,14 @@ TEST_CASE(
   DropoutGraph reseeded(device, 8, 0.5f);
   vkt::Executor e_reseeded(reseeded.g, {reseeded.y});
   CHECK(count_differences(mask_of(reseeded.run(e_reseeded)), step0) > kN / 4);
-  DropoutGraph replica(device, 7, 0.5f, 0, 1);
-  vkt::Executor e_replica(replica.g, {replica.y});
-  CHECK(count_differences(mask_of(replica.run(e_replica)), step0) > kN / 4);
+  // A graph whose rows start one later in the global batch (a tower's shard):
+  // its row r draws what row r + 1 of the first graph drew.
+  DropoutGraph shifted(device, 7, 0.5f, 0, 1);
+  vkt::Executor e_shifted(shifted.g, {shifted.y});
+  const std::vector<bool> shifted_mask = mask_of(shifted.run(e_shifted));
+  CHECK(std::vector<bool>(shifted_mask.begin(), shifted_mask.end() - 1) ==
+        std::vector<bool>(step0.begin() + 1, step0.end()));
+  CHECK(count_differences(shifted_mask, step0) > kN / 4);
   DropoutGraph offset(device, 7, 0.5f, 1);
   vkt::Executor e_offset(offset.g, {offset.y});
   CHECK(count_differences(mask_of(offset.run(e_offset)), step0) > kN / 4);

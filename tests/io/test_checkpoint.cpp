@@ -200,18 +200,24 @@ TEST_CASE("a checkpoint of another model is refused with what differs") {
 
   SECTION("a wrong shape") {
     Model other(7, {4, 3});
-    require_refused(other, path, "'dense/w' is [3, 4] in the file but [4, 3] in the graph");
+    require_refused(
+        other, path,
+        "was written by another model ('dense/w' is [3, 4] in it, [4, 3] in the model, and 3 "
+        "more differences); give another RunConfig.model_dir, or build the model that "
+        "wrote it");
   }
   SECTION("a variable missing from the file") {
     Model other(7, {3, 4}, true);
-    require_refused(other, path, "missing from the file: dense/extra");
+    require_refused(other, path,
+                    "(the model's 'dense/extra' is not in it, and 3 more differences)");
   }
   SECTION("a variable the graph lacks") {
     auto bigger = std::make_unique<Model>(7, Shape{3, 4}, true);
     const std::string big_path = dir / "big.safetensors";
     vkt::save_checkpoint(bigger->graph, big_path);
     Model other(7);
-    require_refused(other, big_path, "in the file but not the graph: dense/extra");
+    require_refused(other, big_path,
+                    "(its 'dense/extra' is not in the model, and 3 more differences)");
   }
 }
 
@@ -327,7 +333,7 @@ TEST_CASE("an evaluation graph takes its variables from a training checkpoint, s
   const Tensor b = eval.variable("dense/b", {4}, Initializer::zeros());
   // Exact matching refuses the extra slots; GraphSubset takes what the graph has.
   CHECK_THAT(vkt::test::error_of([&] { vkt::load_checkpoint(eval, path); }),
-             Contains("in the file but not the graph"));
+             Contains("is not in the model"));
   vkt::load_checkpoint(eval, path, vkt::CheckpointMatch::GraphSubset);
   CHECK(eval.values(w) == source->graph.values(*source->graph.find_variable("dense/w")));
   CHECK(eval.values(b) == source->graph.values(*source->graph.find_variable("dense/b")));
@@ -339,7 +345,7 @@ TEST_CASE("an evaluation graph takes its variables from a training checkpoint, s
   }
   CHECK_THAT(vkt::test::error_of(
                  [&] { vkt::load_checkpoint(bigger, path, vkt::CheckpointMatch::GraphSubset); }),
-             Contains("missing from the file: dense/extra"));
+             Contains("(the model's 'dense/extra' is not in it)"));
   vkt::test::write_file(dir / "short", std::string("x"));
   CHECK_THAT(vkt::test::error_of([&] { (void)vkt::checkpoint_global_step(dir / "short"); }),
              Contains("truncated"));

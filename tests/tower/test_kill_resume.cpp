@@ -1,6 +1,7 @@
 // A training process killed with SIGKILL at random moments and started again
 // ends with the same checkpoint, bit for bit, as one that ran straight through
-// (tests/resume_child.cpp: two towers, dropout, a checkpoint every step).
+// (tests/resume_child.cpp: two towers, dropout, a checkpoint every step); a
+// sample sent SIGINT or SIGTERM saves where it stopped and ends by the signal.
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -17,6 +18,9 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "../test_support.h"
 
@@ -29,20 +33,31 @@ namespace {
 
 constexpr const char* kSteps = "40";
 
-/// Starts the child on `model_dir`, its output appended to `log`.
-pid_t start_child(const std::string& model_dir, const std::string& log) {
+/// Starts `args` (the program first) with `env` added to the environment,
+/// its output appended to `log`.
+pid_t spawn(std::vector<std::string> args, const std::string& log,
+            std::vector<std::string> env = {}) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  std::string program = vkt::test::sibling_program(VKT_RESUME_CHILD).string();
-  std::string dir = model_dir, steps = kSteps;
-  char* argv[] = {program.data(), dir.data(), steps.data(), nullptr};
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+  std::vector<char*> envp;
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv, environ);
+  const int rc = posix_spawn(&pid, args[0].c_str(), &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   REQUIRE(rc == 0);
   return pid;
+}
+
+/// Starts the child on `model_dir`, its output appended to `log`.
+pid_t start_child(const std::string& model_dir, const std::string& log) {
+  return spawn({vkt::test::sibling_program(VKT_RESUME_CHILD).string(), model_dir, kSteps}, log);
 }
 
 /// The child's exit status, or -signal when a signal ended it.
@@ -115,3 +130,101 @@ TEST_CASE(
       expected;
   CHECK(same);  // a boolean: Catch would print the files' bytes
 }
+
+#ifdef VKT_DIGITS_PROGRAM
+namespace {
+
+/// The global steps of metrics.csv's training loss rows, in file order.
+std::vector<std::uint64_t> loss_steps(const fs::path& metrics) {
+  std::vector<std::uint64_t> steps;
+  std::ifstream in(metrics);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(",train,loss,") != std::string::npos) steps.push_back(std::stoull(line));
+  }
+  return steps;
+}
+
+/// Waits (at most 60 s) until metrics.csv holds a training loss row past `step`.
+void wait_for_loss_past(const fs::path& model_dir, std::uint64_t step) {
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    const std::vector<std::uint64_t> steps = loss_steps(model_dir / "metrics.csv");
+    if ((!steps.empty() && steps.back() > step) ||
+        std::chrono::steady_clock::now() - start > std::chrono::seconds(60)) {
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a sample sent SIGINT or SIGTERM mid-training saves a checkpoint where it stopped, says so, "
+    "ends by the signal, and resumes with metrics.csv in step order",
+    "[estimator][resume][process]") {
+  const std::string digits = vkt::test::sibling_program(VKT_DIGITS_PROGRAM).string();
+  for (const int signal : {SIGINT, SIGTERM, SIGKILL}) {
+    INFO("signal " << signal);
+    TempDir dir;
+    const fs::path model = dir.path / "model";
+    const std::string log = dir / "run.log";
+    const pid_t pid =
+        spawn({digits, "--devices", "0", "--steps", "100000", "--model-dir", model.string()}, log);
+    // Past the first checkpoint (every 100 steps): a killed run has logged
+    // steps its resumed run trains again.
+    wait_for_loss_past(model, 100);
+    kill(pid, signal);
+    REQUIRE(wait_child(pid) == -signal);  // a shell reports 128 + signal
+    const std::string output = vkt::test::read_file(log);
+    INFO(output);
+    CHECK(output.find('\r') == std::string::npos);  // not a terminal: no redrawn bar
+    if (signal != SIGKILL) {
+      const std::string said = std::string("stopped by ") +
+                               (signal == SIGINT ? "Ctrl-C (SIGINT)" : "SIGTERM") +
+                               " at global step ";
+      const std::size_t at = output.find(said);
+      REQUIRE(at != std::string::npos);
+      const std::uint64_t step = std::stoull(output.substr(at + said.size()));
+      const std::string checkpoint = (model / fmt::format("ckpt-{}.safetensors", step)).string();
+      CHECK(output.find(fmt::format(
+                "at global step {}: saved {}; train again with the same model directory to "
+                "resume\n",
+                step, checkpoint)) != std::string::npos);
+      CHECK(fs::exists(checkpoint));
+      CHECK(loss_steps(model / "metrics.csv").back() == step);  // its last loss, logged
+    }
+    // The run resumed: every loss row once, in step order, whatever the
+    // killed run logged past its last checkpoint.
+    REQUIRE(wait_child(spawn(
+                {digits, "--devices", "0", "--steps", "3", "--model-dir", model.string()}, log)) ==
+            0);
+    const std::vector<std::uint64_t> steps = loss_steps(model / "metrics.csv");
+    REQUIRE(steps.size() >= 2);
+    CHECK(std::adjacent_find(steps.begin(), steps.end(), std::greater_equal<>()) == steps.end());
+  }
+  // Without --model-dir the temporary directory goes with the stopped run.
+  TempDir temp;
+  const std::string log = temp / "run.log";
+  const fs::path tmpdir = temp.path / "tmp";
+  fs::create_directories(tmpdir);
+  const pid_t pid =
+      spawn({digits, "--devices", "0", "--steps", "100000"}, log, {"TMPDIR=" + tmpdir.string()});
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<fs::path> dirs;
+  while (dirs.empty() && std::chrono::steady_clock::now() - start < std::chrono::seconds(60)) {
+    for (const auto& e : fs::directory_iterator(tmpdir)) {
+      if (fs::exists(e.path() / "metrics.csv")) dirs.push_back(e.path());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(dirs.size() == 1);
+  wait_for_loss_past(dirs[0], 0);
+  kill(pid, SIGINT);
+  REQUIRE(wait_child(pid) == -SIGINT);
+  INFO(vkt::test::read_file(log));
+  CHECK(vkt::test::read_file(log).find("the model directory was temporary and is removed") !=
+        std::string::npos);
+  CHECK(fs::is_empty(tmpdir));
+}
+#endif

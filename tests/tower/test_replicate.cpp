@@ -69,9 +69,10 @@ TEST_CASE("the scalar example's numbers on two towers: Sum, Mean, and two steps"
     CHECK(loss0.find("tower_") == std::string::npos);
     CHECK(loss1.rfind("tower_1/", 0) == 0);
     CHECK(run.spec.run->tower_graph(1).find_variable("c").has_value());
-    // Each tower is its own replica: its own dropout masks, the same initial values.
-    CHECK(run.spec.run->tower_graph(0).options().replica == 0);
-    CHECK(run.spec.run->tower_graph(1).options().replica == 1);
+    // Each tower's rows start at its shard of the global batch (dropout draws by
+    // the global row); every tower starts from the same initial values.
+    CHECK(run.spec.run->tower_graph(0).options().first_row == 0);
+    CHECK(run.spec.run->tower_graph(1).options().first_row == 1);
     run.step({1, 2}, {1, 2});
     CHECK(run.spec.run->loss() == 27.0f);
     CHECK(run.c() == 7.0f);

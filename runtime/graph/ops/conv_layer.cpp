@@ -10,7 +10,8 @@
 namespace vkt::layers {
 
 Tensor conv2d(const Tensor& x, std::int64_t filters, std::array<std::int64_t, 2> kernel_size,
-              const Conv2dOptions& options, Activation activation, const std::string& name) {
+              const Conv2dOptions& options, Activation activation, const std::string& given_name) {
+  const std::string name = layer_name(x, given_name, "conv2d");
   if (!x.valid()) throw Error(fmt::format("conv2d '{}': the input tensor is empty", name));
   const Shape& shape = x.shape();
   // The kernel's shape needs x's channels and the groups: check what that uses

@@ -18,6 +18,7 @@ namespace {
 struct DropoutPush {
   std::uint32_t n, threshold, key;
   float scale;
+  std::uint32_t row_elements;
 };
 
 class DropoutOp final : public Op {
@@ -33,9 +34,13 @@ class DropoutOp final : public Op {
     // Keep when the 32-bit hash >= rate * 2^32: an exact integer comparison, so
     // the keep probability is 1 - rate up to 2^-32 on every device.
     const double threshold = std::ldexp(static_cast<double>(rate_), 32);
-    const DropoutPush push{static_cast<std::uint32_t>(out.shape().elements()),
-                           static_cast<std::uint32_t>(std::min(threshold, 4294967295.0)), key_,
-                           scale(rate_)};
+    // A scalar is one row of one element.
+    const std::int64_t rows =
+        out.shape().rank() == 0 ? 1 : std::max<std::int64_t>(out.shape()[0], 1);
+    const DropoutPush push{
+        static_cast<std::uint32_t>(out.shape().elements()),
+        static_cast<std::uint32_t>(std::min(threshold, 4294967295.0)), key_, scale(rate_),
+        static_cast<std::uint32_t>(std::max<std::int64_t>(out.shape().elements() / rows, 1))};
     ops_detail::dispatch_1d(
         ctx,
         ctx.device().kernel({.shader = "dropout", .local_size = {ops_detail::kLocalSize, 1, 1}}),

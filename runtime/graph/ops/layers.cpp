@@ -34,7 +34,14 @@ Tensor activate(const Tensor& x, Activation activation) {
   throw Error(fmt::format("activate: unknown activation {}", static_cast<int>(activation)));
 }
 
-Tensor dense(const Tensor& x, std::int64_t units, Activation activation, const std::string& name) {
+std::string layer_name(const Tensor& x, const std::string& name, const char* base) {
+  if (!name.empty()) return name;
+  return x.valid() ? x.graph().unique_layer_name(base) : std::string(base);
+}
+
+Tensor dense(const Tensor& x, std::int64_t units, Activation activation,
+             const std::string& given_name) {
+  const std::string name = layer_name(x, given_name, "dense");
   if (!x.valid()) throw Error(fmt::format("dense '{}': the input tensor is empty", name));
   const Shape shape = x.shape();  // a copy: new nodes may move the graph's shapes
   if (shape.rank() < 2) {

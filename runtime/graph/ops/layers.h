@@ -17,28 +17,36 @@ enum class Activation { None, Relu, Sigmoid, Tanh, Gelu, Elu, LeakyRelu, Softplu
 /// `activation` applied to x (x itself for None).
 Tensor activate(const Tensor& x, Activation activation);
 
+/// The name a layer's variables go under: `name` when given, else the next of
+/// `base`, `base_1`, `base_2`, ... in x's graph (Graph::unique_layer_name), as
+/// Keras names unnamed layers. For layers of one's own:
+///
+///   const std::string scope = vkt::layers::layer_name(x, name, "my_layer");
+std::string layer_name(const Tensor& x, const std::string& name, const char* base);
+
 /// A fully connected layer: act(bias_add(matmul(x, kernel), bias)) with the
 /// variables "<name>/kernel" [in, units] (glorot_uniform) and "<name>/bias"
 /// [units] (zeros), where in is x's last dimension. x [..., in] of rank 2 or
 /// more gives [..., units]. Calling it again with the same name reuses the
 /// variables (as every tower does); another input width is then a vkt::Error.
+/// Without a name each call is a new layer: "dense", "dense_1", ...
 /// Recorded as one fused op, matmul_bias_act (dense_fused.h); gelu comes after it.
 ///
 ///   vkt::Tensor h = vkt::layers::dense(x, 128, vkt::layers::Activation::Relu, "hidden");
 ///   vkt::Tensor logits = vkt::layers::dense(h, 10, vkt::layers::Activation::None, "logits");
 Tensor dense(const Tensor& x, std::int64_t units, Activation activation = Activation::None,
-             const std::string& name = "dense");
+             const std::string& name = "");
 
 /// A convolution layer: act(bias_add(conv2d(x, kernel, options), bias)) with the
 /// variables "<name>/kernel" [KH, KW, C / groups, filters] (glorot_uniform) and
 /// "<name>/bias" [filters] (zeros), for x [N, H, W, C]. Reuses its variables by
-/// name as dense does (conv_layer.cpp).
+/// name as dense does (conv_layer.cpp); unnamed: "conv2d", "conv2d_1", ...
 ///
 ///   vkt::Tensor h = vkt::layers::conv2d(images, 32, {5, 5}, {.padding = vkt::Padding::Same},
 ///                                       vkt::layers::Activation::Relu, "conv1");
 Tensor conv2d(const Tensor& x, std::int64_t filters, std::array<std::int64_t, 2> kernel_size,
               const Conv2dOptions& options = {}, Activation activation = Activation::None,
-              const std::string& name = "conv2d");
+              const std::string& name = "");
 
 /// Pooling and flatten as layers (they own no variables): vkt::max_pool2d,
 /// vkt::avg_pool2d, vkt::global_avg_pool and vkt::flatten (pool.h, shape_ops.h).
@@ -50,9 +58,10 @@ Tensor global_avg_pool(const Tensor& x);
 Tensor flatten(const Tensor& x);
 
 /// vkt::layer_norm over the last dimension D with the variables "<name>/gamma"
-/// [D] (ones) and "<name>/beta" [D] (zeros); the same name reuses them.
+/// [D] (ones) and "<name>/beta" [D] (zeros); the same name reuses them;
+/// unnamed: "layer_norm", "layer_norm_1", ...
 ///
 ///   vkt::Tensor h = vkt::layers::layer_norm(x, 1e-5f, "ln1");
-Tensor layer_norm(const Tensor& x, float epsilon = 1e-5f, const std::string& name = "layer_norm");
+Tensor layer_norm(const Tensor& x, float epsilon = 1e-5f, const std::string& name = "");
 
 }  // namespace vkt::layers

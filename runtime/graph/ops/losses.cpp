@@ -9,11 +9,14 @@
 #include <fmt/format.h>
 
 #include <optional>
+#include <tuple>
+#include <utility>
 
 #include "../../vulkan/error.h"
 #include "../graph.h"
 #include "elementwise.h"
 #include "kernel_util.h"
+#include "shape_ops.h"
 
 namespace vkt {
 namespace {
@@ -222,9 +225,30 @@ void check_same_graph(const Tensor& a, const Tensor& b, const char* what) {
 
 /// Applies weights and the reduction to the loss `p` of `data` (per-element
 /// shape `s`).
-Tensor reduce_loss(LossParams p, std::vector<Tensor> data, Shape s, const Tensor& weights,
+// The graph's example weights (Graph::example_weights: evaluation's padding
+// rows 0) as the weights of an unweighted loss over [rows, ...], and the
+// reduction that then means what it meant unweighted: each of the real rows'
+// losses weighs 1, so every mean becomes the mean over the real rows.
+std::optional<std::pair<Tensor, Reduction>> implied_weights(const Graph& g, const Shape& s,
+                                                            Reduction reduction) {
+  const Tensor& w = g.example_weights();
+  if (!w.valid() || reduction == Reduction::None || s.rank() == 0 || s[0] != w.shape()[0]) {
+    return std::nullopt;
+  }
+  std::vector<std::int64_t> dims(static_cast<std::size_t>(s.rank()), 1);
+  dims[0] = s[0];
+  return std::pair{reshape(w, Shape(dims)),
+                   reduction == Reduction::Sum ? Reduction::Sum : Reduction::Mean};
+}
+
+Tensor reduce_loss(LossParams p, std::vector<Tensor> data, Shape s, Tensor weights,
                    Reduction reduction, const char* what) {
   Graph& g = data[0].graph();
+  if (!weights.valid()) {
+    if (const auto implied = implied_weights(g, s, reduction)) {
+      std::tie(weights, reduction) = *implied;
+    }
+  }
   if (weights.valid()) {
     check_tensor(weights, DType::F32, "weights", what);
     check_same_graph(data[0], weights, what);

@@ -13,7 +13,10 @@ namespace vkt {
 ///   SumOverBatchSize     sum(w * l) / elements(l)
 ///   SumByNonzeroWeights  sum(w * l) / count(w != 0)           (0 when no w != 0)
 /// Without weights (an empty Tensor) w is 1 everywhere, so Mean,
-/// SumOverBatchSize and SumByNonzeroWeights are all the mean of l.
+/// SumOverBatchSize and SumByNonzeroWeights are all the mean of l. In an
+/// evaluation graph of replicate_model_fn (Graph::example_weights) "no
+/// weights" means 1 for every real example and 0 for the padding of a short
+/// last batch, so these are then the mean over the real examples.
 enum class Reduction { None, Sum, Mean, SumOverBatchSize, SumByNonzeroWeights };
 
 /// Weights `w` (scalar or broadcastable to `losses`; empty = 1) applied to

@@ -10,7 +10,8 @@
 
 namespace vkt::layers {
 
-Tensor layer_norm(const Tensor& x, float epsilon, const std::string& name) {
+Tensor layer_norm(const Tensor& x, float epsilon, const std::string& given_name) {
+  const std::string name = layer_name(x, given_name, "layer_norm");
   if (!x.valid()) throw Error(fmt::format("layer_norm '{}': the input tensor is empty", name));
   if (x.shape().rank() == 0) {
     throw Error(fmt::format(

@@ -109,7 +109,7 @@ void MpiProcessGroup::post_gather(MpiExchange& exchange, std::span<T> chunk) {
 
 template <typename T>
 void MpiProcessGroup::reduce_scatter(std::span<T> data, std::size_t chunk,
-                                     const CollectiveDeadline& deadline) {
+                                     CollectiveDeadline& deadline) {
   const auto piece = [&](std::size_t begin) {
     return data.subspan(begin, std::min(chunk, data.size() - begin));
   };
@@ -131,7 +131,7 @@ void MpiProcessGroup::reduce_scatter(std::span<T> data, std::size_t chunk,
 }
 
 template <typename T>
-void MpiProcessGroup::direct_chunk(std::span<T> chunk, const CollectiveDeadline& deadline) {
+void MpiProcessGroup::direct_chunk(std::span<T> chunk, CollectiveDeadline& deadline) {
   const std::size_t n = chunk.size();
   T* const scratch = reinterpret_cast<T*>(scratch_.data());
   {
@@ -153,7 +153,7 @@ void MpiProcessGroup::direct_chunk(std::span<T> chunk, const CollectiveDeadline&
 
 template <typename T>
 void MpiProcessGroup::allreduce(std::span<T> data, std::string_view what) {
-  collective(what, [&](const CollectiveDeadline& deadline) {
+  collective(what, [&](CollectiveDeadline& deadline) {
     if (data.empty() || size_ == 1) return;
     const std::size_t chunk = std::max<std::size_t>(1, chunk_bytes_ / sizeof(T));
     const std::size_t first = std::min(chunk, data.size());

@@ -42,7 +42,7 @@ void mpi_check(int rc, std::string_view call, std::string_view what) {
     throw Error(fmt::format("{}: {} failed: {}", what, call, error_string(rc)));
 }
 
-MpiExchange::MpiExchange(MPI_Comm comm, const CollectiveDeadline& deadline)
+MpiExchange::MpiExchange(MPI_Comm comm, CollectiveDeadline& deadline)
     : comm_(comm), deadline_(deadline) {}
 
 MpiExchange::~MpiExchange() {
@@ -81,10 +81,21 @@ void MpiExchange::wait() {
   statuses_.resize(requests_.size());
   auto sleep = kFirstSleep;
   auto last_progress = MpiClock::now();
+  auto last_poll = last_progress;
   while (pending_ > 0) {
     int done = 0;
     const int rc = MPI_Testsome(static_cast<int>(requests_.size()), requests_.data(), &done,
                                 indices_.data(), statuses_.data());
+    // Consecutive polls are at most a sleep (1 ms) apart: a longer gap is time
+    // this process did not run (stopped, or starved), which says nothing of its
+    // peers. It moves the deadline on: a process that wakes from a SIGSTOP must
+    // not blame a peer whose message arrived meanwhile, or that waits for it.
+    const auto now = MpiClock::now();
+    if (const auto gap = now - last_poll; gap > kPauseGap) {
+      deadline_.paused += gap;
+      deadline_.at += gap;
+    }
+    last_poll = now;
     if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) mpi_check(rc, "MPI_Testsome", deadline_.what);
     if (done != MPI_UNDEFINED && done > 0) {
       for (int i = 0; i < done; ++i) {
@@ -100,10 +111,9 @@ void MpiExchange::wait() {
         complete(indices_[static_cast<std::size_t>(i)], statuses_[static_cast<std::size_t>(i)]);
       }
       sleep = kFirstSleep;
-      last_progress = MpiClock::now();
+      last_progress = now;
       continue;
     }
-    const auto now = MpiClock::now();
     if (now >= deadline_.at) throw_timeout();
     if (now - last_progress < kSpinAfterProgress) continue;
     std::this_thread::sleep_for(sleep);
@@ -134,10 +144,19 @@ void MpiExchange::throw_timeout() const {
   }
   std::string ranks;
   for (int peer : silent) ranks += fmt::format("{}{}", ranks.empty() ? "" : ", ", peer);
+  // A pause is not what the peers are blamed for; saying it explains a wait
+  // that took longer than the timeout on the wall clock.
+  const std::string paused =
+      deadline_.paused > MpiClock::duration::zero()
+          ? fmt::format(
+                "; this process itself was stopped or not scheduled for {:.1f} s of the "
+                "wait, which did not count",
+                std::chrono::duration<double>(deadline_.paused).count())
+          : std::string();
   throw Error(fmt::format(
-      "{}: rank{} {} did not answer within {} (it may have died or hung); "
+      "{}: rank{} {} did not answer within {} (it may have died or hung{}); "
       "every rank stops",
-      deadline_.what, silent.size() == 1 ? "" : "s", ranks, seconds(deadline_.timeout)));
+      deadline_.what, silent.size() == 1 ? "" : "s", ranks, seconds(deadline_.timeout), paused));
 }
 
 void MpiExchange::abandon() noexcept {

@@ -15,11 +15,16 @@ namespace vkt::detail {
 
 using MpiClock = std::chrono::steady_clock;
 
-/// The `what` of a collective and when it must be done (timeout() after it started).
+/// The `what` of a collective and when it must be done: timeout() after it
+/// started, not counting the time this process was paused while it waited
+/// (stopped by SIGSTOP or Ctrl-Z, or not scheduled at all): its exchanges add
+/// such a pause to `paused` and move `at` on by as much, so that a process that
+/// was stopped does not wake past the deadline and blame a peer that answered.
 struct CollectiveDeadline {
   std::string_view what;
   MpiClock::time_point at;
   std::chrono::milliseconds timeout;
+  MpiClock::duration paused{};
 };
 
 /// vkt::Error "<what>: <call> failed: <MPI_Error_string>" unless rc is MPI_SUCCESS.
@@ -43,7 +48,7 @@ enum MpiTag : int {
 /// broken then; no MPI call follows but the job's end).
 class MpiExchange {
  public:
-  MpiExchange(MPI_Comm comm, const CollectiveDeadline& deadline);
+  MpiExchange(MPI_Comm comm, CollectiveDeadline& deadline);
   ~MpiExchange();
   MpiExchange(const MpiExchange&) = delete;
   MpiExchange& operator=(const MpiExchange&) = delete;
@@ -53,8 +58,14 @@ class MpiExchange {
   void receive(std::span<std::byte> bytes, int peer, int tag);
   /// Completes every posted message, polling with a growing sleep (never a busy
   /// wait). vkt::Error naming the peers whose messages are still incomplete at
-  /// the deadline, or the MPI error of a failed one.
+  /// the deadline, or the MPI error of a failed one. A gap between two polls of
+  /// over kPauseGap is time this process did not run: it is added to the
+  /// deadline's `paused` rather than counted against it.
   void wait();
+
+  /// Between two polls the wait sleeps at most 1 ms; a gap this long means the
+  /// process was stopped or starved, not that a peer was late.
+  static constexpr std::chrono::seconds kPauseGap{1};
 
  private:
   struct Message {
@@ -66,7 +77,7 @@ class MpiExchange {
   void abandon() noexcept;
 
   MPI_Comm comm_;
-  const CollectiveDeadline& deadline_;
+  CollectiveDeadline& deadline_;
   std::vector<MPI_Request> requests_;
   std::vector<Message> messages_;
   std::vector<int> indices_;

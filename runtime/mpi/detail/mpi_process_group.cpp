@@ -61,12 +61,13 @@ MpiProcessGroup::~MpiProcessGroup() {
 }
 
 void MpiProcessGroup::collective(std::string_view what,
-                                 const std::function<void(const CollectiveDeadline&)>& body) {
+                                 const std::function<void(CollectiveDeadline&)>& body) {
   if (broken()) {
     throw Error(fmt::format("{}: an earlier collective failed ({}); the MPI job must end", what,
                             broken_reason_));
   }
-  const CollectiveDeadline deadline{what, MpiClock::now() + timeout(), timeout()};
+  // Shared by the collective's exchanges: a pause one of them saw moves the deadline for all.
+  CollectiveDeadline deadline{what, MpiClock::now() + timeout(), timeout()};
   try {
     body(deadline);
   } catch (const std::exception& e) {  // vkt::Error, or std::bad_alloc for a peer's size
@@ -93,7 +94,7 @@ void MpiProcessGroup::allgather(std::span<const std::byte> mine, std::span<std::
                     "{} ranks x {} bytes",
                     what, all.size(), n, size_, n));
   }
-  collective(what, [&](const CollectiveDeadline& deadline) {
+  collective(what, [&](CollectiveDeadline& deadline) {
     std::span<std::byte> slot = all.subspan(static_cast<std::size_t>(rank_) * n, n);
     if (n > 0 && slot.data() != mine.data()) std::memmove(slot.data(), mine.data(), n);
     if (n == 0) return;
@@ -108,7 +109,7 @@ void MpiProcessGroup::allgather(std::span<const std::byte> mine, std::span<std::
 }
 
 std::vector<std::uint64_t> MpiProcessGroup::allgather_sizes(std::uint64_t mine,
-                                                            const CollectiveDeadline& deadline) {
+                                                            CollectiveDeadline& deadline) {
   std::vector<std::uint64_t> sizes(static_cast<std::size_t>(size_));
   sizes[static_cast<std::size_t>(rank_)] = mine;
   MpiExchange exchange(comm_, deadline);
@@ -124,7 +125,7 @@ std::vector<std::uint64_t> MpiProcessGroup::allgather_sizes(std::uint64_t mine,
 std::vector<std::string> MpiProcessGroup::allgather(const std::string& mine,
                                                     std::string_view what) {
   std::vector<std::string> all(static_cast<std::size_t>(size_));
-  collective(what, [&](const CollectiveDeadline& deadline) {
+  collective(what, [&](CollectiveDeadline& deadline) {
     const std::vector<std::uint64_t> sizes = allgather_sizes(mine.size(), deadline);
     all[static_cast<std::size_t>(rank_)] = mine;
     MpiExchange exchange(comm_, deadline);
@@ -142,7 +143,7 @@ std::vector<std::string> MpiProcessGroup::allgather(const std::string& mine,
 
 void MpiProcessGroup::broadcast(std::span<std::byte> data, int root, std::string_view what) {
   check_root(root, what);
-  collective(what, [&](const CollectiveDeadline& deadline) {
+  collective(what, [&](CollectiveDeadline& deadline) {
     if (data.empty()) return;
     MpiExchange exchange(comm_, deadline);
     if (rank_ == root) {
@@ -159,7 +160,7 @@ void MpiProcessGroup::broadcast(std::span<std::byte> data, int root, std::string
 std::string MpiProcessGroup::broadcast(const std::string& data, int root, std::string_view what) {
   check_root(root, what);
   std::string result;
-  collective(what, [&](const CollectiveDeadline& deadline) {
+  collective(what, [&](CollectiveDeadline& deadline) {
     if (rank_ == root) {
       result = data;
       const std::uint64_t size = data.size();
@@ -190,7 +191,7 @@ std::string MpiProcessGroup::broadcast(const std::string& data, int root, std::s
 std::vector<std::vector<std::byte>> MpiProcessGroup::gather(std::span<const std::byte> mine,
                                                             std::string_view what) {
   std::vector<std::vector<std::byte>> all;
-  collective(what, [&](const CollectiveDeadline& deadline) {
+  collective(what, [&](CollectiveDeadline& deadline) {
     const std::uint64_t my_size = mine.size();
     if (rank_ != 0) {
       MpiExchange exchange(comm_, deadline);

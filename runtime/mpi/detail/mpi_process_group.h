@@ -64,10 +64,9 @@ class MpiProcessGroup final : public ProcessGroup {
 
  private:
   // Runs `body` with the collective's deadline; a throw breaks the group.
-  void collective(std::string_view what,
-                  const std::function<void(const CollectiveDeadline&)>& body);
+  void collective(std::string_view what, const std::function<void(CollectiveDeadline&)>& body);
   template <typename T>
-  void reduce_scatter(std::span<T> data, std::size_t chunk, const CollectiveDeadline& deadline);
+  void reduce_scatter(std::span<T> data, std::size_t chunk, CollectiveDeadline& deadline);
   template <typename T>
   void post_reduce(MpiExchange& exchange, std::span<T> chunk);
   template <typename T>
@@ -75,12 +74,11 @@ class MpiProcessGroup final : public ProcessGroup {
   template <typename T>
   void post_gather(MpiExchange& exchange, std::span<T> chunk);
   template <typename T>
-  void direct_chunk(std::span<T> chunk, const CollectiveDeadline& deadline);
+  void direct_chunk(std::span<T> chunk, CollectiveDeadline& deadline);
   bool direct(std::size_t chunk_bytes) const;
   template <typename T>
   void allreduce(std::span<T> data, std::string_view what);
-  std::vector<std::uint64_t> allgather_sizes(std::uint64_t mine,
-                                             const CollectiveDeadline& deadline);
+  std::vector<std::uint64_t> allgather_sizes(std::uint64_t mine, CollectiveDeadline& deadline);
   void check_root(int root, std::string_view what) const;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
