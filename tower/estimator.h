@@ -163,8 +163,8 @@ class Estimator {
   HostBatch my_rows(const HostBatch& batch) const;
   std::int64_t my_real_rows(std::int64_t real, std::int64_t batch_size) const;
   bool chief() const { return rank() == 0; }
-  /// The signal that asked to stop, agreed by every rank (0: none).
-  int stop_requested() const;
+  /// The signal that asked to stop, agreed by every rank after `step` (0: none).
+  int stop_requested(std::uint64_t step) const;
   /// A stop asked for by `signal`: removes a temporary model_dir, ends the process.
   [[noreturn]] void end_by_signal(int signal);
   /// The info line that starts training: towers, devices, processes, batch.

@@ -151,7 +151,7 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
         saved_at = step;
       }
       if (stop) break;
-      stopped_by = signals ? stop_requested() : 0;
+      stopped_by = signals ? stop_requested(step) : 0;
       if (stopped_by != 0) break;
       batch = std::move(next);
     }
@@ -190,13 +190,14 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
   return step;
 }
 
-int Estimator::stop_requested() const {
+int Estimator::stop_requested(std::uint64_t step) const {
   int signal = StopSignals::pending();
   if (!processes_) return signal;
   // Every rank stops at the same step, or the next exchange would wait for
   // the ranks that stopped.
   double asked[2] = {signal != 0 ? 1.0 : 0.0, static_cast<double>(signal)};
-  processes_->allreduce_sum(std::span<double>(asked, 2), "whether a rank was asked to stop");
+  processes_->allreduce_sum(std::span<double>(asked, 2),
+                            fmt::format("step {}: whether a rank was asked to stop", step));
   if (asked[0] == 0) return 0;
   // A rank that got no signal ends by the one the others got.
   return signal != 0 ? signal : static_cast<int>(asked[1] / asked[0]);

@@ -21,6 +21,14 @@ Tensor greater_equal(const Tensor& a, const Tensor& b);
 Tensor greater(const Tensor& a, const Tensor& b);
 Tensor equal(const Tensor& a, const Tensor& b);
 Tensor not_equal(const Tensor& a, const Tensor& b);
+/// a where `condition` is nonzero, else b, with broadcasting (all f32; the
+/// comparisons above make conditions). A select: an infinity or NaN in the
+/// branch not taken stays out, which makes masks such as -inf above the
+/// diagonal safe. Gradients: dy to a where taken, to b elsewhere; none to the
+/// condition.
+///
+///   vkt::Tensor masked = vkt::where(keep, scores, g.scalar(-INFINITY));
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 /// `x` repeated along the dimensions where `shape` is larger (x must broadcast to it).
 Tensor broadcast_to(const Tensor& x, const Shape& shape);
 /// The sum of `x` over the dimensions it was broadcast along to reach its shape

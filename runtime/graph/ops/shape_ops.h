@@ -17,6 +17,19 @@ Tensor reshape(const Tensor& x, const Shape& shape);
 ///   vkt::Tensor h = vkt::flatten(pooled);  // [N, 7, 7, 64] -> [N, 3136]
 Tensor flatten(const Tensor& x);
 
+/// x with its axes reordered: output axis k is x's axis perm[k] (negative
+/// counts from the end; each axis once). f32 or i32. A copy, except where only
+/// axes of size 1 move (then a reshape, no copy). The gradient is the inverse
+/// permutation of dy.
+///
+///   vkt::Tensor heads = vkt::permute(qkv, {0, 2, 1, 3});  // [B, T, H, D] -> [B, H, T, D]
+Tensor permute(const Tensor& x, const std::vector<int>& perm);
+
+/// x with two axes swapped (by default the last two: a batch of matrices transposed).
+///
+///   vkt::Tensor kt = vkt::transpose(k);  // [B, H, T, D] -> [B, H, D, T]
+Tensor transpose(const Tensor& x, int axis_a = -2, int axis_b = -1);
+
 /// `x` (f32) with paddings[d].first entries of `value` before and
 /// paddings[d].second after it along each dimension d (one pair per dimension,
 /// none negative). The gradient is the block of dy where x lies.

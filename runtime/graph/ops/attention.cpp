@@ -1,0 +1,70 @@
+// Attention from matmul, where, softmax and dropout: the reference path, and
+// the fallback wherever no fused kernel applies.
+#include "attention.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <vector>
+
+#include "../../vulkan/error.h"
+#include "../graph.h"
+#include "dropout.h"
+#include "elementwise.h"
+#include "matmul.h"
+#include "softmax.h"
+
+namespace vkt {
+
+Tensor masked_softmax(const Tensor& scores, float scale, bool causal, const Tensor& mask) {
+  if (!scores.valid()) throw Error("masked_softmax: the scores tensor is empty");
+  const Shape& s = scores.shape();
+  const std::string what = fmt::format("masked_softmax('{}' {})", scores.name(), s.str());
+  if (!std::isfinite(scale) || scale == 0.0f) {
+    throw Error(fmt::format("{}: scale is {}; give a finite nonzero factor", what, scale));
+  }
+  if (causal && s.rank() < 2) {
+    throw Error(fmt::format("{}: a causal mask needs [..., queries, keys] scores", what));
+  }
+  Graph& g = scores.graph();
+  Tensor x = scale == 1.0f ? scores : scores * scale;
+  const Tensor masked = g.scalar(-INFINITY);
+  if (causal) {
+    const std::int64_t tq = s[s.rank() - 2], tk = s[s.rank() - 1];
+    std::vector<float> keep(static_cast<std::size_t>(tq * tk));
+    for (std::int64_t i = 0; i < tq; ++i) {
+      for (std::int64_t j = 0; j < tk; ++j) keep[i * tk + j] = j <= i + tk - tq ? 1.0f : 0.0f;
+    }
+    x = where(g.constant(Shape{tq, tk}, keep), x, masked);
+  }
+  if (mask.valid()) x = where(mask, x, masked);
+  return softmax(x, -1);
+}
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const AttentionOptions& options) {
+  for (const Tensor* t : {&q, &k, &v}) {
+    if (!t->valid()) throw Error("scaled_dot_product_attention: an input tensor is empty");
+  }
+  const Shape& sq = q.shape();
+  const std::string what =
+      fmt::format("scaled_dot_product_attention('{}' {}, '{}' {}, '{}' {})", q.name(), sq.str(),
+                  k.name(), k.shape().str(), v.name(), v.shape().str());
+  if (sq.rank() < 3 || k.shape().rank() != sq.rank() || v.shape().rank() != sq.rank()) {
+    throw Error(
+        fmt::format("{}: q, k and v need the same rank, 3 ([B, T, D]) or 4 ([B, H, T, D])", what));
+  }
+  if (k.shape() != v.shape()) {
+    throw Error(fmt::format("{}: k and v need the same shape", what));
+  }
+  const std::int64_t d = sq[sq.rank() - 1];
+  const float scale = options.scale != 0.0f
+                          ? options.scale
+                          : static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  const Tensor scores = matmul(q, k, false, true);  // [..., Tq, Tk]
+  Tensor p = masked_softmax(scores, scale, options.causal);
+  if (options.dropout > 0.0f) p = dropout(p, options.dropout);
+  return matmul(p, v);
+}
+
+}  // namespace vkt

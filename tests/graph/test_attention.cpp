@@ -1,0 +1,157 @@
+// where, the masked scaled softmax and scaled dot-product attention (the
+// composed path) against double-precision CPU references, gradients by finite
+// differences, odd sizes, causal and not.
+#include <cmath>
+
+#include <vktower/runtime/graph/ops/attention.h>
+#include <vktower/runtime/graph/ops/elementwise.h>
+#include <vktower/runtime/graph/ops/matmul.h>
+
+#include "../test_support.h"
+#include "op_check.h"
+
+using Catch::Matchers::Contains;
+using vkt::Shape;
+using vkt::Tensor;
+using vkt::test::OpSpec;
+using vkt::test::Values;
+
+namespace {
+
+/// softmax(scale * x) over rows of `tk`, key j of query i (of `tq`) masked when causal and
+/// j > i + tk - tq.
+Values softmax_rows(const Values& x, std::int64_t tq, std::int64_t tk, double scale, bool causal) {
+  Values y(x.size());
+  for (std::size_t r = 0; r < x.size() / static_cast<std::size_t>(tk); ++r) {
+    const std::int64_t i = static_cast<std::int64_t>(r) % tq;
+    const auto kept = [&](std::int64_t j) { return !causal || j <= i + tk - tq; };
+    double m = -INFINITY, sum = 0;
+    for (std::int64_t j = 0; j < tk; ++j) {
+      if (kept(j)) m = std::max(m, scale * x[r * tk + j]);
+    }
+    for (std::int64_t j = 0; j < tk; ++j) {
+      y[r * tk + j] = kept(j) ? std::exp(scale * x[r * tk + j] - m) : 0.0;
+      sum += y[r * tk + j];
+    }
+    for (std::int64_t j = 0; j < tk; ++j) y[r * tk + j] /= sum;
+  }
+  return y;
+}
+
+/// softmax(q k^T scale) v per [T, D] matrix of a batch of `batches`.
+Values attention(const Values& q, const Values& k, const Values& v, std::int64_t batches,
+                 std::int64_t tq, std::int64_t tk, std::int64_t d, bool causal) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  Values out(static_cast<std::size_t>(batches * tq * d), 0.0);
+  for (std::int64_t b = 0; b < batches; ++b) {
+    Values scores(static_cast<std::size_t>(tq * tk), 0.0);
+    for (std::int64_t i = 0; i < tq; ++i) {
+      for (std::int64_t j = 0; j < tk; ++j) {
+        for (std::int64_t c = 0; c < d; ++c) {
+          scores[i * tk + j] += q[(b * tq + i) * d + c] * k[(b * tk + j) * d + c];
+        }
+      }
+    }
+    const Values p = softmax_rows(scores, tq, tk, scale, causal);
+    for (std::int64_t i = 0; i < tq; ++i) {
+      for (std::int64_t j = 0; j < tk; ++j) {
+        for (std::int64_t c = 0; c < d; ++c) {
+          out[(b * tq + i) * d + c] += p[i * tk + j] * v[(b * tk + j) * d + c];
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("where selects with broadcasting; each branch's gradient is dy where it was taken",
+          "[attention]") {
+  const OpSpec spec{.name = "where",
+                    .shapes = {Shape{3, 1}, Shape{3, 5}, Shape{5}},
+                    .build =
+                        [](const std::vector<Tensor>& in) {
+                          return vkt::where(vkt::greater(in[0], in[0].graph().scalar(0.0f)), in[1],
+                                            in[2]);
+                        },
+                    .reference =
+                        [](const std::vector<Values>& in) {
+                          Values out(15);
+                          for (int r = 0; r < 3; ++r) {
+                            for (int c = 0; c < 5; ++c)
+                              out[r * 5 + c] = in[0][r] > 0 ? in[1][r * 5 + c] : in[2][c];
+                          }
+                          return out;
+                        },
+                    .differentiable = {false, true, true},
+                    .forward_tolerance = 0};
+  for (const std::uint32_t seed : {1u, 2u, 3u}) vkt::test::check_op(spec, seed);
+  // An infinity in the branch not taken stays out (a blend would give NaN).
+  vkt::Graph g(vkt::test::shared_device());
+  const Tensor keep = g.constant(Shape{2}, std::vector<float>{1, 0});
+  const Tensor y =
+      vkt::where(keep, g.constant(Shape{2}, std::vector<float>{3, INFINITY}), g.scalar(-INFINITY));
+  vkt::Executor exec(g, {y});
+  exec.run();
+  CHECK(exec.read(y) == std::vector<float>{3, -INFINITY});
+}
+
+TEST_CASE("masked_softmax: scaled, causal with more keys than queries, forward and gradient",
+          "[attention]") {
+  for (const bool causal : {false, true}) {
+    INFO("causal " << causal);
+    const OpSpec spec{
+        .name = "masked_softmax",
+        .shapes = {Shape{2, 3, 4, 7}},
+        .build =
+            [&](const std::vector<Tensor>& in) { return vkt::masked_softmax(in[0], 0.7f, causal); },
+        .reference =
+            [&](const std::vector<Values>& in) { return softmax_rows(in[0], 4, 7, 0.7, causal); },
+        .ranges = {{-3.0, 3.0}}};
+    vkt::test::check_op(spec, 4);
+  }
+}
+
+TEST_CASE(
+    "scaled dot-product attention (composed) equals a double-precision reference, every "
+    "gradient too, causal and not, rank 3 and 4",
+    "[attention]") {
+  struct Case {
+    Shape q, kv;
+    bool causal;
+  };
+  for (const Case& c : {Case{Shape{2, 2, 5, 3}, Shape{2, 2, 5, 3}, true},
+                        Case{Shape{2, 2, 3, 4}, Shape{2, 2, 5, 4}, false},
+                        Case{Shape{3, 5, 4}, Shape{3, 7, 4}, true}}) {
+    INFO("q " << c.q.str() << ", k and v " << c.kv.str() << ", causal " << c.causal);
+    const int r = c.q.rank();
+    const std::int64_t tq = c.q[r - 2], tk = c.kv[r - 2], d = c.q[r - 1];
+    const std::int64_t batches = c.q.elements() / (tq * d);
+    const OpSpec spec{.name = "scaled_dot_product_attention",
+                      .shapes = {c.q, c.kv, c.kv},
+                      .build =
+                          [&](const std::vector<Tensor>& in) {
+                            return vkt::scaled_dot_product_attention(in[0], in[1], in[2],
+                                                                     {.causal = c.causal});
+                          },
+                      .reference =
+                          [&](const std::vector<Values>& in) {
+                            return attention(in[0], in[1], in[2], batches, tq, tk, d, c.causal);
+                          }};
+    vkt::test::check_op(spec, 6);
+  }
+}
+
+TEST_CASE("attention refuses shapes that do not line up, naming them", "[attention]") {
+  vkt::Graph g(vkt::test::shared_device());
+  const Tensor q = g.input("q", {2, 2, 3, 4});
+  const Tensor k = g.input("k", {2, 2, 5, 4});
+  const Tensor v = g.input("v", {2, 2, 5, 6});
+  CHECK_THAT(vkt::test::error_of([&] { vkt::scaled_dot_product_attention(q, k, v); }),
+             Contains("k and v need the same shape"));
+  CHECK_THAT(vkt::test::error_of([&] { vkt::masked_softmax(q, NAN); }), Contains("scale is nan"));
+  const Tensor other = g.input("other", {2, 3, 3, 4});
+  CHECK_THAT(vkt::test::error_of([&] { vkt::matmul(q, other, false, true); }),
+             Contains("the batch dimensions differ: [2, 2, 3, 4] x [2, 3, 3, 4]"));
+}

@@ -1,0 +1,91 @@
+// permute and transpose: every axis order of rank 3 and 4 (odd sizes) against
+// a CPU gather, gradients by finite differences, i32, views, and bad orders.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include <vktower/runtime/graph/ops/shape_ops.h>
+
+#include "../test_support.h"
+#include "op_check.h"
+
+using Catch::Matchers::Contains;
+using vkt::Shape;
+using vkt::Tensor;
+using vkt::test::OpSpec;
+using vkt::test::Values;
+
+namespace {
+
+/// x (row-major, `shape`) with its axes in the order `perm`, on the CPU.
+template <class T>
+std::vector<T> permuted(const std::vector<T>& x, const Shape& shape, const std::vector<int>& perm) {
+  const int rank = shape.rank();
+  std::vector<std::int64_t> strides(static_cast<std::size_t>(rank), 1);
+  for (int k = rank - 2; k >= 0; --k) strides[k] = strides[k + 1] * shape[k + 1];
+  std::vector<std::int64_t> out_dims(static_cast<std::size_t>(rank));
+  for (int k = 0; k < rank; ++k) out_dims[k] = shape[perm[k]];
+  std::vector<T> out(x.size());
+  std::vector<std::int64_t> c(static_cast<std::size_t>(rank), 0);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    std::int64_t from = 0;
+    for (int k = 0; k < rank; ++k) from += c[k] * strides[perm[k]];
+    out[i] = x[static_cast<std::size_t>(from)];
+    for (int k = rank - 1; k >= 0 && ++c[k] == out_dims[k]; --k) c[k] = 0;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("permute: every axis order of rank 3 and 4, forward and gradient", "[permute]") {
+  for (const Shape& shape : {Shape{3, 5, 7}, Shape{2, 3, 5, 7}}) {
+    std::vector<int> perm(static_cast<std::size_t>(shape.rank()));
+    std::iota(perm.begin(), perm.end(), 0);
+    do {
+      INFO("shape " << shape.str() << ", order " << fmt::format("{}", fmt::join(perm, ",")));
+      const OpSpec spec{
+          .name = "permute",
+          .shapes = {shape},
+          .build = [&](const std::vector<Tensor>& in) { return vkt::permute(in[0], perm); },
+          .reference = [&](const std::vector<Values>& in) { return permuted(in[0], shape, perm); },
+          .forward_tolerance = 0};
+      vkt::test::check_op(spec, 3);
+    } while (std::next_permutation(perm.begin(), perm.end()));
+  }
+}
+
+TEST_CASE("transpose swaps two axes (the last two by default); i32 permutes too", "[permute]") {
+  vkt::Graph g(vkt::test::shared_device());
+  const Tensor x = g.input("x", {2, 3, 4});
+  CHECK(vkt::transpose(x).shape() == Shape{2, 4, 3});
+  CHECK(vkt::transpose(x, 0, -1).shape() == Shape{4, 3, 2});
+  const Tensor ids = g.input("ids", {2, 3}, vkt::DType::I32);
+  const Tensor t = vkt::transpose(ids);
+  CHECK(t.dtype() == vkt::DType::I32);
+  // Only axes of size 1 move: the same elements in the same order, no copy.
+  const Tensor one = g.input("one", {3, 1, 4});
+  CHECK(vkt::permute(one, {1, 0, 2}).shape() == Shape{1, 3, 4});
+  CHECK(g.nodes().back().op->type() != "permute");
+  CHECK(vkt::permute(one, {0, 1, 2}).id() == one.id());
+  vkt::Executor exec(g, {t});
+  const std::vector<std::int32_t> values = {1, 2, 3, -4, 5, 2147483647};
+  exec.feed("ids", values);
+  exec.run();
+  CHECK(exec.read_i32(t) == permuted(values, Shape{2, 3}, {1, 0}));
+}
+
+TEST_CASE("permute refuses an order that is not one of the tensor's axes each once", "[permute]") {
+  vkt::Graph g(vkt::test::shared_device());
+  const Tensor x = g.input("x", {2, 3, 4});
+  CHECK_THAT(vkt::test::error_of([&] {
+               vkt::permute(x, {0, 1});
+             }),
+             Contains("2 axes for a rank-3 tensor"));
+  CHECK_THAT(vkt::test::error_of([&] {
+               vkt::permute(x, {0, 2, -1});
+             }),
+             Contains("axis -1 appears twice in (0, 2, -1)"));
+  CHECK_THAT(vkt::test::error_of([&] { vkt::permute(x, {0, 1, 3}); }), Contains("3"));
+}
