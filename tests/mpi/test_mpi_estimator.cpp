@@ -24,6 +24,7 @@
 #include <vktower/tower/metrics.h>
 #include <vktower/tower/replicate.h>
 
+#include "../gpt_fixture.h"
 #include "../test_support.h"
 
 using Catch::Matchers::Contains;
@@ -179,4 +180,39 @@ TEST_CASE("2 processes x 2 towers refuse a global batch of 18 naming 18 and the 
              Contains("the global batch of 18 examples") &&
                  Contains("does not divide among 4 towers (2 processes x 2); use a batch size "
                           "that is a multiple of 4"));
+}
+
+TEST_CASE(
+    "a 2-layer GPT with dropout on 2 processes x 1 tower trains what 1 process x 2 towers does",
+    "[mpi]") {
+  const auto train = [](const std::string& dir, bool mpi, int towers) {
+    vkt::Estimator estimator(
+        vkt::replicate_model_fn(vkt::test::gpt(false),
+                                {.devices = std::vector<std::uint32_t>(towers, 0)}),
+        {.model_dir = dir,
+         .random_seed = 4,
+         .log_step_count_steps = 0,
+         .progress = false,
+         .plot_loss = false,
+         .mpi = mpi});
+    estimator.train(vkt::dataset_input(vkt::test::token_windows(40), {.batch_size = 8,
+                                                                      .epochs = 0,
+                                                                      .shuffle_seed = 2,
+                                                                      .drop_remainder = true,
+                                                                      .label_columns = {"next"}}),
+                    {.steps = 3});
+    std::vector<float> all;
+    for (const char* name : vkt::test::kGptVariables) {
+      const std::vector<float> v = estimator.variable_value(name).f32;
+      all.insert(all.end(), v.begin(), v.end());
+    }
+    return all;
+  };
+  TempDir mine, alone;
+  const std::vector<float> many = train(mine.path.string(), true, 1);
+  const std::vector<float> one = train(alone.path.string(), false, 2);
+  REQUIRE(many.size() == one.size());
+  float worst = 0;
+  for (std::size_t i = 0; i < one.size(); ++i) worst = std::max(worst, std::abs(many[i] - one[i]));
+  CHECK(worst < 5e-5f);
 }

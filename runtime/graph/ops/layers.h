@@ -64,4 +64,37 @@ Tensor flatten(const Tensor& x);
 ///   vkt::Tensor h = vkt::layers::layer_norm(x, 1e-5f, "ln1");
 Tensor layer_norm(const Tensor& x, float epsilon = 1e-5f, const std::string& name = "");
 
+/// What multi_head_attention does besides the heads.
+struct AttentionLayerOptions {
+  bool causal = true;              ///< each position attends to itself and earlier ones
+  float attention_dropout = 0.0f;  ///< dropout on the attention probabilities in training
+};
+
+/// Multi-head self-attention over x [B, T, D]: one dense projection to q, k
+/// and v ("<name>/qkv", [D, 3D]), H heads of D / H, scaled dot-product
+/// attention (attention.h), and the output projection ("<name>/out", [D, D]).
+/// Result [B, T, D]. Unnamed: "multi_head_attention", "multi_head_attention_1", ...
+///
+///   vkt::Tensor y = vkt::layers::multi_head_attention(x, 4, {.causal = true}, "attn");
+Tensor multi_head_attention(const Tensor& x, int heads, const AttentionLayerOptions& options = {},
+                            const std::string& name = "");
+
+/// What transformer_block builds.
+struct TransformerOptions {
+  bool causal = true;
+  /// Dropout on the attention probabilities and on both residual branches.
+  float dropout = 0.0f;
+  /// The MLP's hidden width, as a multiple of D (GPT-2: 4).
+  std::int64_t mlp_ratio = 4;
+};
+
+/// GPT-2's pre-LayerNorm block over x [B, T, D]:
+///   h = x + dropout(attention(layer_norm(x)))
+///   y = h + dropout(dense(gelu(dense(layer_norm(h), 4D)), D))
+/// with its variables under "<name>/" (ln_1, attention, ln_2, mlp_in, mlp_out).
+///
+///   for (int l = 0; l < 4; ++l) h = vkt::layers::transformer_block(h, 4, {.dropout = 0.1f});
+Tensor transformer_block(const Tensor& x, int heads, const TransformerOptions& options = {},
+                         const std::string& name = "");
+
 }  // namespace vkt::layers

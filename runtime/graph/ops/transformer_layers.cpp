@@ -1,0 +1,66 @@
+// layers::multi_head_attention and layers::transformer_block, composed of the
+// graph's ops (dense, split, permute, scaled_dot_product_attention, layer
+// norm, GELU): GPT-2's pre-LayerNorm block.
+#include <fmt/format.h>
+
+#include "../../vulkan/error.h"
+#include "../graph.h"
+#include "attention.h"
+#include "dropout.h"
+#include "elementwise.h"
+#include "layers.h"
+#include "shape_ops.h"
+
+namespace vkt::layers {
+
+Tensor multi_head_attention(const Tensor& x, int heads, const AttentionLayerOptions& options,
+                            const std::string& given_name) {
+  const std::string name = layer_name(x, given_name, "multi_head_attention");
+  if (!x.valid()) throw Error(fmt::format("multi_head_attention '{}': the input is empty", name));
+  const Shape s = x.shape();  // a copy: new nodes may move the graph's shapes
+  if (s.rank() != 3) {
+    throw Error(
+        fmt::format("multi_head_attention '{}': input '{}' has shape {}; it takes "
+                    "[batch, time, width]",
+                    name, x.name(), s.str()));
+  }
+  const std::int64_t b = s[0], t = s[1], d = s[2];
+  if (heads < 1 || d % heads != 0) {
+    throw Error(
+        fmt::format("multi_head_attention '{}': width {} does not divide into {} heads; "
+                    "give a number of heads that divides it",
+                    name, d, heads));
+  }
+  const std::int64_t dh = d / heads;
+  // One fused projection for q, k and v, cut into three along the width.
+  const std::vector<Tensor> qkv =
+      split(dense(x, 3 * d, Activation::None, name + "/qkv"), {d, d, d}, -1);
+  const auto to_heads = [&](const Tensor& y) {  // [B, T, D] -> [B, H, T, Dh]
+    return permute(reshape(y, Shape{b, t, heads, dh}), {0, 2, 1, 3});
+  };
+  const Tensor y = scaled_dot_product_attention(
+      to_heads(qkv[0]), to_heads(qkv[1]), to_heads(qkv[2]),
+      {.causal = options.causal, .dropout = options.attention_dropout});
+  const Tensor merged = reshape(permute(y, {0, 2, 1, 3}), Shape{b, t, d});
+  return dense(merged, d, Activation::None, name + "/out");
+}
+
+Tensor transformer_block(const Tensor& x, int heads, const TransformerOptions& options,
+                         const std::string& given_name) {
+  const std::string name = layer_name(x, given_name, "transformer_block");
+  if (!x.valid()) throw Error(fmt::format("transformer_block '{}': the input is empty", name));
+  const std::int64_t d = x.shape()[x.shape().rank() - 1];
+  const auto drop = [&](const Tensor& y) {
+    return options.dropout > 0.0f ? dropout(y, options.dropout) : y;
+  };
+  Tensor h = x + drop(multi_head_attention(
+                     layer_norm(x, 1e-5f, name + "/ln_1"), heads,
+                     {.causal = options.causal, .attention_dropout = options.dropout},
+                     name + "/attention"));
+  const Tensor inner = dense(layer_norm(h, 1e-5f, name + "/ln_2"), options.mlp_ratio * d,
+                             Activation::Gelu, name + "/mlp_in");
+  h = h + drop(dense(inner, d, Activation::None, name + "/mlp_out"));
+  return h;
+}
+
+}  // namespace vkt::layers
