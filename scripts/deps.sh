@@ -20,6 +20,8 @@ packages=(
   libopenmpi-dev openmpi-bin
   # the Estimator draws model_dir/loss.png with gnuplot (optional at run time)
   gnuplot-nox
+  # vkt-gpt's corpus: the fortune files, BSD licensed (/usr/share/games/fortunes)
+  fortunes
 )
 
 # python3-torch, opt-in (VKT_DEPS_TORCH=1): PyTorch for the [torch] reference test

@@ -1,0 +1,79 @@
+#pragma once
+// vkt-gpt's model: a character-level GPT-2 (token and position embeddings,
+// pre-LayerNorm transformer blocks, a final LayerNorm, logits), trained with
+// AdamW on the matrices and Adam on the rest (GPT-2 decays no bias or norm),
+// a cosine learning rate after a linear warm-up, and global-norm clipping at 1.
+
+#include <vktower/optimizers/adam.h>
+#include <vktower/optimizers/tower_optimizer.h>
+#include <vktower/runtime/graph/ops/elementwise.h>
+#include <vktower/runtime/graph/ops/embedding.h>
+#include <vktower/runtime/graph/ops/layers.h>
+#include <vktower/runtime/graph/ops/losses.h>
+#include <vktower/tower/model_fn.h>
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <variant>
+#include <vector>
+
+/// The model's sizes and training settings (vkt::Params in the Estimator).
+struct GptSettings {
+  std::int64_t vocab = 0, context = 64, width = 128;
+  int layers = 4, heads = 4;
+  double dropout = 0.1, learning_rate = 3e-3, weight_decay = 0.1;
+  std::uint64_t steps = 300;  ///< the cosine's length
+};
+
+inline vkt::Params to_params(const GptSettings& s) {
+  return {{"vocab", s.vocab},
+          {"context", s.context},
+          {"width", s.width},
+          {"layers", static_cast<std::int64_t>(s.layers)},
+          {"heads", static_cast<std::int64_t>(s.heads)},
+          {"dropout", s.dropout},
+          {"learning_rate", s.learning_rate},
+          {"weight_decay", s.weight_decay},
+          {"steps", static_cast<std::int64_t>(s.steps)}};
+}
+
+inline vkt::EstimatorSpec gpt_model(vkt::ModelContext& ctx, const vkt::TensorDict& features,
+                                    const vkt::TensorDict& labels, vkt::Mode mode,
+                                    const vkt::Params& params) {
+  const auto count = [&](const char* key) { return std::get<std::int64_t>(params.at(key)); };
+  const auto real = [&](const char* key) { return std::get<double>(params.at(key)); };
+  const std::int64_t vocab = count("vocab"), context = count("context"), width = count("width");
+  vkt::Graph& g = ctx.graph();
+  const vkt::Tensor wte = g.variable("wte", {vocab, width}, vkt::Initializer::normal(0, 0.02f));
+  const vkt::Tensor wpe = g.variable("wpe", {context, width}, vkt::Initializer::normal(0, 0.01f));
+  vkt::Tensor h = vkt::embedding_lookup(wte, features.at("tokens")) + wpe;  // [B, T, D]
+  for (std::int64_t l = 0; l < count("layers"); ++l) {
+    h = vkt::layers::transformer_block(h, static_cast<int>(count("heads")),
+                                       {.dropout = static_cast<float>(real("dropout"))});
+  }
+  const vkt::Tensor logits =
+      vkt::layers::dense(vkt::layers::layer_norm(h, 1e-5f, "ln_f"), vocab,
+                         vkt::layers::Activation::None, "lm_head");  // [B, T, V]
+  vkt::EstimatorSpec spec{.mode = mode, .predictions = {{"logits", logits}}};
+  if (mode == vkt::Mode::Predict) return spec;
+  spec.loss = vkt::sparse_softmax_cross_entropy(labels.at("next"), logits, vkt::Tensor{},
+                                                vkt::Reduction::Mean);
+  if (mode != vkt::Mode::Train) return spec;
+  std::vector<vkt::Tensor> matrices, others;
+  for (const vkt::Variable& v : g.variables()) {
+    (v.tensor.shape().rank() == 2 ? matrices : others).push_back(v.tensor);
+  }
+  const auto steps = static_cast<std::uint64_t>(count("steps"));
+  const vkt::LearningRate lr = vkt::LearningRate::cosine_decay(
+      real("learning_rate"), steps, 0.1, std::max<std::uint64_t>(steps / 20, 1));
+  const vkt::Clipping clip{.global_norm = 1.0f};
+  vkt::TowerOptimizer adamw([=] {
+    return std::make_unique<vkt::AdamW>(
+        lr, vkt::AdamOptions{.weight_decay = real("weight_decay"), .clipping = clip});
+  });
+  vkt::TowerOptimizer adam(
+      [=] { return std::make_unique<vkt::Adam>(lr, vkt::AdamOptions{.clipping = clip}); });
+  adamw.minimize(spec.loss, matrices);
+  spec.train_op = adam.minimize(spec.loss, others);
+  return spec;
+}

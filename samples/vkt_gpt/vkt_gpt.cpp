@@ -1,0 +1,195 @@
+// vkt-gpt: a character-level GPT trained on the fortunes corpus (Debian's
+// fortunes package), replicated on every chosen Vulkan device and under
+// mpirun; it reports the validation loss in nats per character as it trains
+// and ends with text sampled from the trained model.
+//
+//   vkt-gpt --devices 0,0                          # the default run
+//   vkt-gpt --layers 1 --width 32 --context 16 --steps 20 --generate 40
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <vktower/tower/estimator.h>
+#include <vktower/tower/replicate.h>
+#include <vktower/vktower.h>
+#include "../sample_cli.h"
+#include "../sample_throughput.h"
+#include "corpus.h"
+#include "gpt_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+/// `count` characters after `prompt`, each drawn from softmax(logits / temperature)
+/// of the model's prediction at the last position of the context so far.
+std::string generate(vkt::Estimator& estimator, const Corpus& corpus, std::int64_t context,
+                     std::int64_t rows, const std::string& prompt, int count, double temperature,
+                     std::uint64_t seed) {
+  std::vector<std::int32_t> tokens;
+  for (const char c : prompt) {
+    if (corpus.id(c) < 0) {
+      throw vkt::Error(fmt::format("--prompt: the character '{}' is not in the corpus", c));
+    }
+    tokens.push_back(corpus.id(c));
+  }
+  if (tokens.empty()) tokens.push_back(corpus.id('\n') >= 0 ? corpus.id('\n') : 0);
+  std::mt19937_64 random(seed);
+  std::string out = prompt;
+  for (int n = 0; n < count; ++n) {
+    // The last `context` tokens, padded after the end: causal attention keeps
+    // the padding out of every position up to the last real one.
+    const std::int64_t start =
+        std::max<std::int64_t>(0, static_cast<std::int64_t>(tokens.size()) - context);
+    std::vector<std::int32_t> window(static_cast<std::size_t>(context), 0);
+    std::copy(tokens.begin() + start, tokens.end(), window.begin());
+    const std::int64_t last = static_cast<std::int64_t>(tokens.size()) - start - 1;
+    const vkt::Dataset one({{"tokens", vkt::HostTensor::ints({1, context}, window)}});
+    const vkt::HostBatch predicted =
+        estimator.predict(vkt::dataset_input(one, {.batch_size = rows, .label_columns = {}}));
+    const std::vector<float>& logits = predicted.at("logits").f32;
+    const std::int64_t v = corpus.vocab_size();
+    std::vector<double> weights(static_cast<std::size_t>(v));
+    double top = -INFINITY;
+    for (std::int64_t j = 0; j < v; ++j)
+      top = std::max(top, static_cast<double>(logits[last * v + j]));
+    for (std::int64_t j = 0; j < v; ++j) {
+      weights[j] = std::exp((logits[last * v + j] - top) / temperature);
+    }
+    const auto next = static_cast<std::int32_t>(
+        std::discrete_distribution<std::int64_t>(weights.begin(), weights.end())(random));
+    tokens.push_back(next);
+    out += static_cast<char>(corpus.vocab[static_cast<std::size_t>(next)]);
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "vkt-gpt: a character-level GPT (pre-LayerNorm transformer blocks, causal attention) "
+      "trained on the fortunes corpus, replicated on every chosen Vulkan device; resumes "
+      "from --model-dir"};
+  SampleFlags flags{.steps = 300, .batch_size = 32};
+  GptSettings model;
+  std::string data = "/usr/share/games/fortunes";
+  std::string prompt = "The ";
+  int generated = 300;
+  double temperature = 0.8;
+  std::uint64_t eval_every = 100;
+  std::uint64_t eval_batches = 20;
+  add_sample_flags(app, flags, "initial weights, dropout, shuffling and sampling");
+  app.add_option("--layers", model.layers, "transformer blocks")
+      ->capture_default_str()
+      ->check(whole_number(1, 64));
+  app.add_option("--heads", model.heads, "attention heads (a divisor of --width)")
+      ->capture_default_str()
+      ->check(whole_number(1, 64));
+  app.add_option("--width", model.width, "the model's width")
+      ->capture_default_str()
+      ->check(whole_number(1, 4096));
+  app.add_option("--context", model.context, "characters a position sees (the window)")
+      ->capture_default_str()
+      ->check(whole_number(2, 4096));
+  app.add_option("--dropout", model.dropout, "dropout on attention and both residual branches")
+      ->capture_default_str()
+      ->check(real_number(0.0, 0.9));
+  app.add_option("--learning-rate", model.learning_rate,
+                 "the peak rate (linear warm-up over 5% of the steps, then cosine to 10%)")
+      ->capture_default_str()
+      ->check(positive_number());
+  app.add_option("--data", data, "a text file, or a directory of fortune files")
+      ->capture_default_str();
+  app.add_option("--eval-every", eval_every, "steps between validation losses")
+      ->capture_default_str()
+      ->check(whole_number(1, 1000000));
+  app.add_option("--eval-batches", eval_batches, "validation batches per evaluation")
+      ->capture_default_str()
+      ->check(whole_number(1, 1000000));
+  app.add_option("--prompt", prompt, "the text generation starts from")->capture_default_str();
+  app.add_option("--generate", generated, "characters to sample at the end (0: none)")
+      ->capture_default_str()
+      ->check(whole_number(0, 100000));
+  app.add_option("--temperature", temperature, "sampling temperature")
+      ->capture_default_str()
+      ->check(real_number(0.05, 10.0));
+  if (const std::optional<int> exit = parse_flags(app, argc, argv, "vkt-gpt")) return *exit;
+
+  return run_sample("vkt-gpt", [&] {
+    if (model.width % model.heads != 0) {
+      throw vkt::Error(
+          fmt::format("--heads {} does not divide --width {}", model.heads, model.width));
+    }
+    const Corpus corpus = read_corpus(data);
+    const vkt::Dataset train = windows(corpus, model.context, false);
+    const vkt::Dataset validation = windows(corpus, model.context, true);
+    if (train.size() < flags.batch_size || validation.size() == 0) {
+      throw vkt::Error(fmt::format(
+          "--data '{}' has {} characters: {} training windows of {} + 1 characters, fewer than a "
+          "--batch-size of {} (or no validation window); give more text or a smaller "
+          "--context or --batch-size",
+          data, corpus.text.size(), train.size(), model.context, flags.batch_size));
+    }
+    model.vocab = corpus.vocab_size();
+    model.steps = flags.steps;
+    const Towers towers = resolve_devices(flags.devices);
+    vkt::Estimator estimator(vkt::replicate_model_fn(gpt_model, {.devices = towers.devices}),
+                             {.model_dir = flags.model_dir,
+                              .random_seed = flags.seed,
+                              .log_step_count_steps = eval_every,
+                              .accumulate_steps = flags.accumulate,
+                              .mpi = mpi_setting(flags)},
+                             to_params(model));
+    const bool chief = estimator.rank() == 0;
+    const int processes = processes_of(estimator);
+    const std::size_t all_towers = towers.devices.size() * static_cast<std::size_t>(processes);
+    if (chief) {
+      fmt::print(
+          "{} characters of {} file{} ({} distinct); {} training and {} validation "
+          "windows of {}; {} tower{} on devices {}\n",
+          corpus.text.size(), corpus.files, corpus.files == 1 ? "" : "s", corpus.vocab_size(),
+          train.size(), validation.size(), model.context, all_towers, all_towers == 1 ? "" : "s",
+          towers.description);
+    }
+    const vkt::InputFn train_input = vkt::dataset_input(train, {.batch_size = flags.batch_size,
+                                                                .epochs = 0,
+                                                                .shuffle_seed = flags.seed,
+                                                                .drop_remainder = true,
+                                                                .label_columns = {"next"}});
+    const vkt::InputFn validation_input =
+        vkt::dataset_input(validation, {.batch_size = flags.batch_size, .label_columns = {"next"}});
+    const auto throughput = std::make_shared<Throughput>();
+    const std::uint64_t last = estimator.global_step() + flags.steps;
+    double val_loss = 0;
+    for (std::uint64_t step = estimator.global_step(); step < last;) {
+      const std::uint64_t to = std::min(last, (step / eval_every + 1) * eval_every);
+      step = estimator.train(train_input, {.max_steps = to, .hooks = {throughput}});
+      val_loss = estimator.evaluate(validation_input, eval_batches).at("loss");
+      if (chief) fmt::print("step {}: validation loss {:.4f} nats/char\n", step, val_loss);
+      if (step < to) break;  // the input ended
+    }
+    // Sampling reads rank 0's predictions; the other ranks have none.
+    const std::string text = generated > 0 && processes == 1
+                                 ? generate(estimator, corpus, model.context,
+                                            static_cast<std::int64_t>(towers.devices.size()),
+                                            prompt, generated, temperature, flags.seed)
+                                 : "";
+    if (!chief) return 0;
+    const double tokens_per_s = throughput->steps_per_s() * static_cast<double>(flags.batch_size) *
+                                flags.accumulate * static_cast<double>(model.context);
+    if (!text.empty())
+      fmt::print("\n---- sampled (temperature {}) ----\n{}\n----\n", temperature, text);
+    print_model_dir(estimator, flags);
+    print_startup(*throughput);
+    fmt::print("val_loss={:.4f} tokens_per_s={:.0f} towers={}\n", val_loss, tokens_per_s,
+               all_towers);
+    return 0;
+  });
+}
