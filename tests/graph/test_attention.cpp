@@ -66,7 +66,7 @@ Values attention(const Values& q, const Values& k, const Values& v, std::int64_t
 
 }  // namespace
 
-TEST_CASE("where selects with broadcasting; each branch's gradient is dy where it was taken",
+TEST_CASE("where selects with broadcasting, and each branch gets dy where it was taken",
           "[attention]") {
   const OpSpec spec{.name = "where",
                     .shapes = {Shape{3, 1}, Shape{3, 5}, Shape{5}},

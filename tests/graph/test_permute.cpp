@@ -56,7 +56,7 @@ TEST_CASE("permute: every axis order of rank 3 and 4, forward and gradient", "[p
   }
 }
 
-TEST_CASE("transpose swaps two axes (the last two by default); i32 permutes too", "[permute]") {
+TEST_CASE("transpose swaps two axes (the last two by default), and i32 permutes too", "[permute]") {
   vkt::Graph g(vkt::test::shared_device());
   const Tensor x = g.input("x", {2, 3, 4});
   CHECK(vkt::transpose(x).shape() == Shape{2, 4, 3});

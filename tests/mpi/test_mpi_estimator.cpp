@@ -24,6 +24,7 @@
 #include <vktower/tower/metrics.h>
 #include <vktower/tower/replicate.h>
 
+#include "../estimator_support.h"
 #include "../gpt_fixture.h"
 #include "../test_support.h"
 
@@ -149,20 +150,16 @@ TEST_CASE(
                         {.batch_size = 8, .epochs = 0, .shuffle_seed = 11, .drop_remainder = true}),
                     {.steps = 6});
     // Rank 1's model_dir holds no checkpoint: it answers from its trained model.
-    std::vector<float> values = estimator.variable_value("hidden/kernel").f32;
-    const std::vector<float> out = estimator.variable_value("out/kernel").f32;
-    values.insert(values.end(), out.begin(), out.end());
-    return values;
+    return vkt::test::variables_of(estimator,
+                                   std::vector<const char*>{"hidden/kernel", "out/kernel"});
   };
   TempDir mine, alone;
   const std::vector<float> many = train(mine.path.string(), true, 1);
   const std::vector<float> one = train(alone.path.string(), false, 2);
-  REQUIRE(many.size() == one.size());
   // The same masks (each example's by its row of the global batch), the
   // gradients summed in another order: float reassociation only; masks drawn
   // by rank or tower move the weights by ~1e-2 (Adam's steps of 0.05).
-  float worst = 0;
-  for (std::size_t i = 0; i < one.size(); ++i) worst = std::max(worst, std::abs(many[i] - one[i]));
+  const float worst = vkt::test::worst_difference(many, one);
   CHECK(worst < 1e-4f);
 }
 
@@ -201,18 +198,11 @@ TEST_CASE(
                                                                       .drop_remainder = true,
                                                                       .label_columns = {"next"}}),
                     {.steps = 3});
-    std::vector<float> all;
-    for (const char* name : vkt::test::kGptVariables) {
-      const std::vector<float> v = estimator.variable_value(name).f32;
-      all.insert(all.end(), v.begin(), v.end());
-    }
-    return all;
+    return vkt::test::variables_of(estimator, vkt::test::kGptVariables);
   };
   TempDir mine, alone;
   const std::vector<float> many = train(mine.path.string(), true, 1);
   const std::vector<float> one = train(alone.path.string(), false, 2);
-  REQUIRE(many.size() == one.size());
-  float worst = 0;
-  for (std::size_t i = 0; i < one.size(); ++i) worst = std::max(worst, std::abs(many[i] - one[i]));
+  const float worst = vkt::test::worst_difference(many, one);
   CHECK(worst < 5e-5f);
 }

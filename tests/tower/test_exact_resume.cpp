@@ -19,6 +19,7 @@
 #include <vktower/tower/estimator.h>
 #include <vktower/tower/replicate.h>
 
+#include "../estimator_support.h"
 #include "../test_support.h"
 
 using vkt::HostTensor;
@@ -131,12 +132,9 @@ TEST_CASE(
     TempDir dir;
     vkt::Estimator estimator(model, quiet(dir.path));
     REQUIRE(estimator.train(training_input(data), {.steps = 4}) == 4);
-    std::vector<float> all;
-    for (const char* name : {"hidden1/kernel", "hidden2/kernel", "out/kernel", "out/bias"}) {
-      const std::vector<float> v = estimator.variable_value(name).f32;
-      all.insert(all.end(), v.begin(), v.end());
-    }
-    return all;
+    return vkt::test::variables_of(
+        estimator,
+        std::vector<const char*>{"hidden1/kernel", "hidden2/kernel", "out/kernel", "out/bias"});
   };
   const std::vector<float> one = train(1, vkt::VariableMode::SharedLocalParameterServer);
   for (const vkt::VariableMode mode :
@@ -145,12 +143,10 @@ TEST_CASE(
     for (const int towers : {2, 4}) {
       INFO(towers << " towers, variable mode " << static_cast<int>(mode));
       const std::vector<float> n = train(towers, mode);
-      REQUIRE(n.size() == one.size());
       // The towers' gradients are summed in another order than one tower's
       // rows: float reassociation, ~1e-7 relative per step; a mask drawn by
       // tower moves a variable by ~1e-2 (Adam's steps of 0.01).
-      float worst = 0;
-      for (std::size_t i = 0; i < one.size(); ++i) worst = std::max(worst, std::abs(n[i] - one[i]));
+      const float worst = vkt::test::worst_difference(n, one);
       CHECK(worst < 2e-5f);
     }
   }

@@ -17,6 +17,7 @@
 #include <vktower/tower/estimator.h>
 #include <vktower/tower/replicate.h>
 
+#include "../estimator_support.h"
 #include "../gpt_fixture.h"
 #include "../test_support.h"
 
@@ -65,12 +66,7 @@ TEST_CASE(
     TempDir dir;
     vkt::Estimator estimator(on_towers(towers, mode), quiet(dir.path));
     REQUIRE(estimator.train(windows_of(data), {.steps = 3}) == 3);
-    std::vector<float> all;
-    for (const char* name : kGptVariables) {
-      const std::vector<float> v = estimator.variable_value(name).f32;
-      all.insert(all.end(), v.begin(), v.end());
-    }
-    return all;
+    return vkt::test::variables_of(estimator, kGptVariables);
   };
   for (const vkt::VariableMode mode :
        {vkt::VariableMode::SharedLocalParameterServer, vkt::VariableMode::Mirrored,
@@ -80,11 +76,9 @@ TEST_CASE(
     for (const int towers : {2, 4}) {
       INFO(towers << " towers, variable mode " << static_cast<int>(mode));
       const std::vector<float> n = train(towers, mode);
-      REQUIRE(n.size() == one.size());
       // Float reassociation of the towers' sums only (a mask drawn by tower
       // moves weights by Adam's steps of 0.01).
-      float worst = 0;
-      for (std::size_t i = 0; i < one.size(); ++i) worst = std::max(worst, std::abs(n[i] - one[i]));
+      const float worst = vkt::test::worst_difference(n, one);
       CHECK(worst < 5e-5f);
     }
   }
