@@ -12,6 +12,7 @@
 #include <vktower/tower/replicate.h>
 #include <vktower/vktower.h>
 #include "../sample_cli.h"
+#include "../sample_data.h"
 #include "../sample_throughput.h"
 #include "corpus.h"
 #include "gpt_model.h"
@@ -19,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <random>
@@ -26,6 +28,9 @@
 #include <vector>
 
 namespace {
+
+/// Where Debian's fortunes package puts the fortune files.
+constexpr const char* kFortunes = "/usr/share/games/fortunes";
 
 /// `count` characters after `prompt`, each drawn from softmax(logits / temperature)
 /// of the model's prediction at the last position of the context so far.
@@ -79,7 +84,7 @@ int main(int argc, char** argv) {
       "from --model-dir"};
   SampleFlags flags{.steps = 300, .batch_size = 32};
   GptSettings model;
-  std::string data = "/usr/share/games/fortunes";
+  std::string data;  // after the flags: --help must not look for it
   std::string prompt = "The ";
   int generated = 300;
   double temperature = 0.8;
@@ -105,8 +110,10 @@ int main(int argc, char** argv) {
                  "the peak rate (linear warm-up over 5% of the steps, then cosine to 10%)")
       ->capture_default_str()
       ->check(positive_number());
-  app.add_option("--data", data, "a text file, or a directory of fortune files")
-      ->capture_default_str();
+  app.add_option("--data", data,
+                 std::string("a text file, or a directory of fortune files (default: ") +
+                     kFortunes + " when the fortunes package is installed; otherwise " +
+                     sample_data_help("fortunes-wisdom.txt") + ")");
   app.add_option("--eval-every", eval_every, "steps between validation losses")
       ->capture_default_str()
       ->check(whole_number(1, 1000000));
@@ -126,6 +133,10 @@ int main(int argc, char** argv) {
     if (model.width % model.heads != 0) {
       throw vkt::Error(
           fmt::format("--heads {} does not divide --width {}", model.heads, model.width));
+    }
+    if (data.empty()) {
+      data = std::filesystem::exists(kFortunes) ? std::string(kFortunes)
+                                                : sample_data_file("fortunes-wisdom.txt");
     }
     const Corpus corpus = read_corpus(data);
     const vkt::Dataset train = windows(corpus, model.context, false);
