@@ -167,6 +167,9 @@ class Estimator {
   int stop_requested(std::uint64_t step) const;
   /// A stop asked for by `signal`: removes a temporary model_dir, ends the process.
   [[noreturn]] void end_by_signal(int signal);
+  /// train() stopped by `signal` after `step` (checkpoint `saved`): one line
+  /// saying where and how to resume, then end_by_signal.
+  [[noreturn]] void end_stopped_training(const std::string& saved, std::uint64_t step, int signal);
   /// The info line that starts training: towers, devices, processes, batch.
   void log_layout(TowerRun& run, std::int64_t step_examples) const;
 

@@ -22,7 +22,9 @@
 
 namespace vkt {
 
-std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
+namespace {
+
+void check_train_spec(const TrainSpec& spec) {
   if (spec.steps && spec.max_steps) {
     throw Error("train: give steps or max_steps, not both");
   }
@@ -30,6 +32,12 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
   for (std::size_t i = 0; i < spec.hooks.size(); ++i) {
     if (!spec.hooks[i]) throw Error(fmt::format("train: hook {} of TrainSpec.hooks is null", i));
   }
+}
+
+}  // namespace
+
+std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
+  check_train_spec(spec);
   const std::optional<std::string> latest = chief_latest();
   const std::uint64_t start = chief_global_step(latest);  // where the input resumes
   std::optional<std::uint64_t> last;
@@ -172,22 +180,24 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
   if ((saved_at != step || !b.restored) && !(stopped_by != 0 && own_model_dir_)) save();
   for (const auto& hook : hooks) hook->end();
   if (log_) log_->finish(step, loss);
-  if (stopped_by != 0) {
-    if (chief()) {
-      std::fprintf(
-          stderr, "%s\n",
-          (own_model_dir_
-               ? fmt::format("stopped by {} at global step {}; the model directory was temporary "
-                             "and is removed (give one to keep a stopped run)",
-                             StopSignals::describe(stopped_by), step)
-               : fmt::format("stopped by {} at global step {}: saved {}; train again with the same "
-                             "model directory to resume",
-                             StopSignals::describe(stopped_by), step, b.restored.value_or("")))
-              .c_str());
-    }
-    end_by_signal(stopped_by);
-  }
+  if (stopped_by != 0) end_stopped_training(b.restored.value_or(""), step, stopped_by);
   return step;
+}
+
+void Estimator::end_stopped_training(const std::string& saved, std::uint64_t step, int signal) {
+  if (chief()) {
+    const std::string line =
+        own_model_dir_ ? fmt::format(
+                             "stopped by {} at global step {}; the model directory was temporary "
+                             "and is removed (give one to keep a stopped run)",
+                             StopSignals::describe(signal), step)
+                       : fmt::format(
+                             "stopped by {} at global step {}: saved {}; train again with the same "
+                             "model directory to resume",
+                             StopSignals::describe(signal), step, saved);
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+  end_by_signal(signal);
 }
 
 int Estimator::stop_requested(std::uint64_t step) const {
