@@ -233,9 +233,7 @@ HostTensor Estimator::variable_value(const std::string& name) const {
   if (!chief()) {
     for (const Mode mode : {Mode::Train, Mode::Eval, Mode::Predict}) {
       const auto it = built_.find(mode);
-      if (it != built_.end() && (mode == Mode::Train || it->second->run->has_variable(name))) {
-        return it->second->run->variable_value(name);
-      }
+      if (it != built_.end()) return it->second->run->variable_value(name);
     }
   }
   const std::optional<std::string> latest = latest_checkpoint();

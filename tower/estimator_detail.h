@@ -21,6 +21,7 @@ struct Estimator::Built {
   std::vector<std::shared_ptr<TrainingHook>> hooks;
   std::optional<std::string> restored;  // the checkpoint the variables hold, if any
   bool warm_started = false;            // RunConfig::warm_start_from was applied
+  bool started = false;                 // train() ran on it: metrics.csv trimmed, layout logged
 };
 
 namespace detail {

@@ -69,13 +69,16 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
   TowerRun& run = *b.run;
   run.discard_micro_batches();  // an earlier call's input may have ended mid-step
   start_from(b, latest);
-  // Rows a stopped run logged past its last checkpoint are not this run's.
-  if (log_) log_->forget_after(run.global_step());
+  const std::int64_t step_examples = batch_size * config_.accumulate_steps;
+  if (!b.started) {  // later calls continue this process's own rows and layout
+    // Rows a stopped run logged past its last checkpoint are not this run's.
+    if (log_) log_->forget_after(run.global_step());
+    log_layout(run, step_examples);
+    b.started = true;
+  }
   std::optional<StopSignals> signals;
   if (config_.stop_on_signals) signals.emplace();
 
-  const std::int64_t step_examples = batch_size * config_.accumulate_steps;
-  log_layout(run, step_examples);
   const std::vector<std::shared_ptr<TrainingHook>> hooks = training_hooks(b, spec, step_examples);
   CheckpointManager checkpoints(config_.model_dir, config_.keep_checkpoint_max);
   const auto save = [&] {

@@ -407,13 +407,7 @@ Graph& TowerRun::variables_graph() const {
 }
 
 std::vector<float> TowerRun::variable(const std::string& name) {
-  for (Graph* share : share_graphs()) {  // RoundRobin: the slots are only in the shares
-    if (const std::optional<Tensor> var = share->find_variable(name)) return share->values(*var);
-  }
-  Graph& g = variables_graph();
-  const std::optional<Tensor> var = g.find_variable(name);
-  if (!var) throw Error(fmt::format("the model has no variable named '{}'", name));
-  return g.values(*var);
+  return variable_value(name).f32;
 }
 
 HostTensor TowerRun::variable_value(const std::string& name) {
@@ -430,13 +424,6 @@ HostTensor TowerRun::variable_value(const std::string& name) {
   }
   throw Error(
       fmt::format("the model has no variable '{}'; it has {}", name, fmt::join(names, ", ")));
-}
-
-bool TowerRun::has_variable(const std::string& name) const {
-  for (const Graph* g : share_graphs()) {
-    if (g->find_variable(name)) return true;
-  }
-  return variables_graph().find_variable(name).has_value();
 }
 
 std::vector<Graph*> TowerRun::share_graphs() const {

@@ -113,7 +113,6 @@ class TowerRun {
   std::vector<float> variable(const std::string& name);
   /// variable() with its shape; vkt::Error naming the variables there are.
   HostTensor variable_value(const std::string& name);
-  bool has_variable(const std::string& name) const;
   /// Saves every variable, slot and the global step as a safetensors checkpoint
   /// (the masters; with Mirrored, tower 0's replica, which every tower equals;
   /// with RoundRobin, every device's share in one file).

@@ -62,9 +62,12 @@ void TowerRun::evaluate_step(const HostBatch& features, const HostBatch& labels,
                             *real_examples, rows, fewest, rows));
   }
   const std::int64_t real = real_examples.value_or(rows);
+  // Tower i's real rows: the batch's first `real` rows, in tower order.
+  const auto real_rows = [&](int i) {
+    return std::clamp<std::int64_t>(real - i * tower_batch_, 0, tower_batch_);
+  };
   for (int i = 0; i < towers(); ++i) {
-    const std::int64_t tower_real =
-        std::clamp<std::int64_t>(real - i * tower_batch_, 0, tower_batch_);
+    const std::int64_t tower_real = real_rows(i);
     if (tower_real > 0 && tower_real < tower_batch_ && !towers_[i].takes_example_weights) {
       throw Error(fmt::format(
           "evaluate: the last batch has {} examples, padded to {}, and the model's loss does not "
@@ -76,8 +79,7 @@ void TowerRun::evaluate_step(const HostBatch& features, const HostBatch& labels,
   run_towers(features, labels, real_examples);
   for (int i = 0; i < towers(); ++i) {  // tower order: the sums come out the same every run
     Tower& t = towers_[i];
-    const std::int64_t tower_real =
-        std::clamp<std::int64_t>(real - i * tower_batch_, 0, tower_batch_);
+    const std::int64_t tower_real = real_rows(i);
     if (tower_real == 0) continue;  // padding only
     loss_sum_ += static_cast<double>(t.executor->read(t.scaled_loss)[0]) * tower_real;
     examples_sum_ += static_cast<double>(tower_real) / (towers() * processes());

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <vector>
 
+#include "../runtime/io/atomic_file.h"
 #include "../runtime/vulkan/detail/log.h"
 #include "../runtime/vulkan/error.h"
 
@@ -86,17 +87,8 @@ void TrainingLog::forget_after(std::uint64_t global_step) {
   }
   in.close();
   if (dropped == 0) return;
-  // Written beside the old file and renamed over it: a crash leaves one or the other.
-  const std::string partial = path + ".partial";
-  {
-    std::ofstream out(partial, std::ios::trunc);
-    out << kept;
-    if (!out.flush())
-      throw Error(fmt::format("cannot write '{}'; is the model directory writable?", partial));
-  }
-  std::error_code ec;
-  fs::rename(partial, path, ec);
-  if (ec) throw Error(fmt::format("cannot replace '{}': {}", path, ec.message()));
+  // A crash leaves the old file or the new one, never a mix.
+  write_file_atomically(path, kept);
   detail::log().info("metrics.csv: dropped {} rows past global step {}, where training resumes",
                      dropped, global_step);
 }

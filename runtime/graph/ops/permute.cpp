@@ -88,12 +88,10 @@ Tensor permute(const Tensor& x, const std::vector<int>& perm) {
     throw Error(
         fmt::format("{}: {} elements; permute indexes at most 2^32 - 1", what, s.elements()));
   }
-  std::vector<int> identity(perm.size());
-  std::iota(identity.begin(), identity.end(), 0);
-  if (axes == identity) return x;
   std::vector<std::int64_t> dims(perm.size());
   for (std::size_t k = 0; k < axes.size(); ++k) dims[k] = s[axes[k]];
-  // Moving only axes of size 1 keeps the order of the elements: a view.
+  // Moving only axes of size 1 (or none) keeps the order of the elements: a
+  // view, and x itself for the identity.
   std::vector<int> moved;
   for (const int axis : axes) {
     if (s[axis] != 1) moved.push_back(axis);
