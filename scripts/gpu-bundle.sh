@@ -71,6 +71,8 @@ done
 # What the programs read from the checkout: VKT_SOURCE_DIR points here.
 cp -r samples/data "$stage/samples/"
 cp bench/*.py "$stage/bench/"
+mkdir -p "$stage/samples/vkt_gpt"
+cp samples/vkt_gpt/torch_replica.py "$stage/samples/vkt_gpt/"  # bench/pytorch_gpt.py imports it
 cp tests/torch_cnn_reference.py "$stage/tests/"
 cp scripts/gpu-report.sh "$stage/"
 git -C "$root" describe --always --dirty >"$stage/VERSION" 2>/dev/null || echo unknown >"$stage/VERSION"

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -22,8 +23,16 @@ struct GptSettings {
   std::int64_t vocab = 0, context = 64, width = 128;
   int layers = 4, heads = 4;
   double dropout = 0.1, learning_rate = 3e-3, weight_decay = 0.1;
-  std::uint64_t steps = 300;  ///< the cosine's length
+  std::uint64_t steps = 300;       ///< the cosine's length
+  std::string attention = "auto";  ///< the attention kernel: auto, fused or composed
 };
+
+/// vkt-gpt's --attention value as the kernel choice.
+inline vkt::AttentionKernel attention_kernel(const std::string& name) {
+  if (name == "fused") return vkt::AttentionKernel::Fused;
+  if (name == "composed") return vkt::AttentionKernel::Composed;
+  return vkt::AttentionKernel::Auto;
+}
 
 inline vkt::Params to_params(const GptSettings& s) {
   return {{"vocab", s.vocab},
@@ -34,7 +43,26 @@ inline vkt::Params to_params(const GptSettings& s) {
           {"dropout", s.dropout},
           {"learning_rate", s.learning_rate},
           {"weight_decay", s.weight_decay},
-          {"steps", static_cast<std::int64_t>(s.steps)}};
+          {"steps", static_cast<std::int64_t>(s.steps)},
+          {"attention", s.attention}};
+}
+
+/// The logits [B, T, vocab] of tokens [B, T] (i32), the variables made in `g`
+/// on first use; `params` as to_params() gives them.
+inline vkt::Tensor gpt_logits(vkt::Graph& g, const vkt::Tensor& tokens, const vkt::Params& params) {
+  const auto count = [&](const char* key) { return std::get<std::int64_t>(params.at(key)); };
+  const std::int64_t vocab = count("vocab"), context = count("context"), width = count("width");
+  const vkt::Tensor wte = g.variable("wte", {vocab, width}, vkt::Initializer::normal(0, 0.02f));
+  const vkt::Tensor wpe = g.variable("wpe", {context, width}, vkt::Initializer::normal(0, 0.01f));
+  vkt::Tensor h = vkt::embedding_lookup(wte, tokens) + wpe;  // [B, T, D]
+  const vkt::layers::TransformerOptions block{
+      .dropout = static_cast<float>(std::get<double>(params.at("dropout"))),
+      .attention_kernel = attention_kernel(std::get<std::string>(params.at("attention")))};
+  for (std::int64_t l = 0; l < count("layers"); ++l) {
+    h = vkt::layers::transformer_block(h, static_cast<int>(count("heads")), block);
+  }
+  return vkt::layers::dense(vkt::layers::layer_norm(h, 1e-5f, "ln_f"), vocab,
+                            vkt::layers::Activation::None, "lm_head");  // [B, T, V]
 }
 
 inline vkt::EstimatorSpec gpt_model(vkt::ModelContext& ctx, const vkt::TensorDict& features,
@@ -42,18 +70,8 @@ inline vkt::EstimatorSpec gpt_model(vkt::ModelContext& ctx, const vkt::TensorDic
                                     const vkt::Params& params) {
   const auto count = [&](const char* key) { return std::get<std::int64_t>(params.at(key)); };
   const auto real = [&](const char* key) { return std::get<double>(params.at(key)); };
-  const std::int64_t vocab = count("vocab"), context = count("context"), width = count("width");
   vkt::Graph& g = ctx.graph();
-  const vkt::Tensor wte = g.variable("wte", {vocab, width}, vkt::Initializer::normal(0, 0.02f));
-  const vkt::Tensor wpe = g.variable("wpe", {context, width}, vkt::Initializer::normal(0, 0.01f));
-  vkt::Tensor h = vkt::embedding_lookup(wte, features.at("tokens")) + wpe;  // [B, T, D]
-  for (std::int64_t l = 0; l < count("layers"); ++l) {
-    h = vkt::layers::transformer_block(h, static_cast<int>(count("heads")),
-                                       {.dropout = static_cast<float>(real("dropout"))});
-  }
-  const vkt::Tensor logits =
-      vkt::layers::dense(vkt::layers::layer_norm(h, 1e-5f, "ln_f"), vocab,
-                         vkt::layers::Activation::None, "lm_head");  // [B, T, V]
+  const vkt::Tensor logits = gpt_logits(g, features.at("tokens"), params);
   vkt::EstimatorSpec spec{.mode = mode, .predictions = {{"logits", logits}}};
   if (mode == vkt::Mode::Predict) return spec;
   spec.loss = vkt::sparse_softmax_cross_entropy(labels.at("next"), logits, vkt::Tensor{},

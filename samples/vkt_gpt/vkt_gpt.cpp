@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -75,6 +76,33 @@ std::string generate(vkt::Estimator& estimator, const Corpus& corpus, std::int64
   return out;
 }
 
+/// A checkpoint in --model-dir made for another corpus or context would feed
+/// token ids past its vocabulary or positions past its table: say which, with
+/// the values and the file, before anything trains.
+void check_checkpoint_fits(const vkt::Estimator& estimator, const Corpus& corpus,
+                           const std::string& data, std::int64_t context) {
+  const std::optional<std::string> latest = estimator.latest_checkpoint();
+  if (!latest) return;
+  const std::map<std::string, vkt::HostTensor> saved = vkt::read_checkpoint(*latest);
+  const auto rows = [&](const char* name) -> std::int64_t {
+    const auto it = saved.find(name);
+    return it == saved.end() || it->second.shape.rank() != 2 ? -1 : it->second.shape[0];
+  };
+  if (const std::int64_t vocab = rows("wte"); vocab >= 0 && vocab != corpus.vocab_size()) {
+    throw vkt::Error(fmt::format(
+        "--data '{}' has {} distinct characters, but checkpoint '{}' was trained on {}: its "
+        "token ids would not match; give the --data it was trained on, or another --model-dir",
+        data, corpus.vocab_size(), *latest, vocab));
+  }
+  if (const std::int64_t positions = rows("wpe"); positions >= 0 && positions != context) {
+    throw vkt::Error(fmt::format(
+        "--context {} {} the position table of checkpoint '{}' ({} positions); give --context "
+        "{}, or another --model-dir",
+        context, context > positions ? "is longer than" : "does not match", *latest, positions,
+        positions));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -106,6 +134,11 @@ int main(int argc, char** argv) {
   app.add_option("--dropout", model.dropout, "dropout on attention and both residual branches")
       ->capture_default_str()
       ->check(real_number(0.0, 0.9));
+  app.add_option("--attention", model.attention,
+                 "attention kernels: fused (scores never in memory), composed (matmul, softmax, "
+                 "matmul) or auto (fused where the device's shared memory holds its tiles)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "fused", "composed"}));
   app.add_option("--learning-rate", model.learning_rate,
                  "the peak rate (linear warm-up over 5% of the steps, then cosine to 10%)")
       ->capture_default_str()
@@ -158,6 +191,7 @@ int main(int argc, char** argv) {
                               .accumulate_steps = flags.accumulate,
                               .mpi = mpi_setting(flags)},
                              to_params(model));
+    check_checkpoint_fits(estimator, corpus, data, model.context);
     const bool chief = estimator.rank() == 0;
     const int processes = processes_of(estimator);
     const std::size_t all_towers = towers.devices.size() * static_cast<std::size_t>(processes);

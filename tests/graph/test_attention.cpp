@@ -6,6 +6,7 @@
 #include <vktower/runtime/graph/ops/attention.h>
 #include <vktower/runtime/graph/ops/elementwise.h>
 #include <vktower/runtime/graph/ops/matmul.h>
+#include <vktower/runtime/graph/ops/reduce.h>
 
 #include "../test_support.h"
 #include "op_check.h"
@@ -114,16 +115,21 @@ TEST_CASE("masked_softmax: scaled, causal with more keys than queries, forward a
 }
 
 TEST_CASE(
-    "scaled dot-product attention (composed) equals a double-precision reference, every "
+    "scaled dot-product attention, composed and fused, equals a double-precision reference, every "
     "gradient too, causal and not, rank 3 and 4",
     "[attention]") {
   struct Case {
     Shape q, kv;
     bool causal;
   };
+  const auto kernel = GENERATE(vkt::AttentionKernel::Composed, vkt::AttentionKernel::Fused);
+  INFO((kernel == vkt::AttentionKernel::Fused ? "fused" : "composed"));
+  // 21 and 37 rows: more than one tile of the fused kernels, and not a multiple of one.
   for (const Case& c : {Case{Shape{2, 2, 5, 3}, Shape{2, 2, 5, 3}, true},
                         Case{Shape{2, 2, 3, 4}, Shape{2, 2, 5, 4}, false},
-                        Case{Shape{3, 5, 4}, Shape{3, 7, 4}, true}}) {
+                        Case{Shape{3, 5, 4}, Shape{3, 7, 4}, true},
+                        Case{Shape{1, 2, 21, 5}, Shape{1, 2, 37, 5}, true},
+                        Case{Shape{1, 37, 17}, Shape{1, 21, 17}, false}}) {
     INFO("q " << c.q.str() << ", k and v " << c.kv.str() << ", causal " << c.causal);
     const int r = c.q.rank();
     const std::int64_t tq = c.q[r - 2], tk = c.kv[r - 2], d = c.q[r - 1];
@@ -132,14 +138,82 @@ TEST_CASE(
                       .shapes = {c.q, c.kv, c.kv},
                       .build =
                           [&](const std::vector<Tensor>& in) {
-                            return vkt::scaled_dot_product_attention(in[0], in[1], in[2],
-                                                                     {.causal = c.causal});
+                            return vkt::scaled_dot_product_attention(
+                                in[0], in[1], in[2], {.causal = c.causal, .kernel = kernel});
                           },
                       .reference =
                           [&](const std::vector<Values>& in) {
                             return attention(in[0], in[1], in[2], batches, tq, tk, d, c.causal);
                           }};
     vkt::test::check_op(spec, 6);
+  }
+}
+
+namespace {
+
+/// Attention's output and the gradients of sum(w * output) for q, k and v, by
+/// one kernel, in a training program (dropout drops).
+std::vector<std::vector<float>> attention_run(vkt::AttentionKernel kernel, const Shape& qs,
+                                              const Shape& kvs, const vkt::AttentionOptions& base,
+                                              std::uint32_t seed) {
+  vkt::Graph g(vkt::test::shared_device(), {.seed = 7});
+  const Tensor q = g.input("q", qs), k = g.input("k", kvs), v = g.input("v", kvs);
+  vkt::AttentionOptions options = base;
+  options.kernel = kernel;
+  const Tensor y = vkt::scaled_dot_product_attention(q, k, v, options);
+  const auto random = [&](const Shape& s, std::uint32_t salt) {
+    return vkt::test::random_floats(static_cast<std::size_t>(s.elements()), seed + salt);
+  };
+  const Tensor loss = vkt::reduce_sum(y * g.constant(y.shape(), random(y.shape(), 3)));
+  const std::vector<vkt::Gradient> grads = vkt::gradients(loss, {q, k, v});
+  vkt::Executor exec(g, {y, grads[0].dense, grads[1].dense, grads[2].dense});
+  exec.feed("q", random(qs, 0));
+  exec.feed("k", random(kvs, 1));
+  exec.feed("v", random(kvs, 2));
+  exec.run();
+  std::vector<std::vector<float>> out;
+  for (const Tensor& t : {y, grads[0].dense, grads[1].dense, grads[2].dense})
+    out.push_back(exec.read(t));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "fused attention equals the composed path within float rounding, forward and every "
+    "gradient, with dropout on the probabilities, causal and not",
+    "[attention]") {
+  struct Case {
+    Shape q, kv;
+    bool causal;
+    float dropout;
+  };
+  for (const Case& c : {Case{Shape{2, 3, 45, 16}, Shape{2, 3, 45, 16}, true, 0.0f},
+                        Case{Shape{2, 3, 45, 16}, Shape{2, 3, 45, 16}, true, 0.25f},
+                        Case{Shape{3, 19, 40}, Shape{3, 50, 40}, false, 0.1f},
+                        Case{Shape{1, 2, 33, 64}, Shape{1, 2, 33, 64}, true, 0.0f}}) {
+    INFO("q " << c.q.str() << ", k and v " << c.kv.str() << ", causal " << c.causal << ", dropout "
+              << c.dropout);
+    const vkt::AttentionOptions options{.causal = c.causal, .dropout = c.dropout};
+    const auto fused = attention_run(vkt::AttentionKernel::Fused, c.q, c.kv, options, 11);
+    const auto composed = attention_run(vkt::AttentionKernel::Composed, c.q, c.kv, options, 11);
+    const char* names[] = {"output", "dq", "dk", "dv"};
+    for (std::size_t t = 0; t < fused.size(); ++t) {
+      INFO(names[t]);
+      REQUIRE(fused[t].size() == composed[t].size());
+      std::size_t bad = 0, zeros = 0;
+      for (std::size_t i = 0; i < fused[t].size(); ++i) {
+        const double want = composed[t][i];
+        if (!(std::abs(fused[t][i] - want) <= 2e-5 * (1.0 + std::abs(want)))) {
+          if (bad++ < 5) UNSCOPED_INFO("[" << i << "] " << fused[t][i] << " vs " << want);
+        }
+        zeros += want == 0.0 ? 1 : 0;
+      }
+      CHECK(bad == 0);
+      CHECK(zeros < fused[t].size() / 10);  // values, not a vacuous match of zeros
+    }
+    // The same bits run to run.
+    CHECK(attention_run(vkt::AttentionKernel::Fused, c.q, c.kv, options, 11) == fused);
   }
 }
 

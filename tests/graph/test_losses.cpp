@@ -322,6 +322,56 @@ TEST_CASE("sparse_softmax_cross_entropy's fused backward matches its formula bui
   for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == Approx(expected[i]).margin(1e-6));
 }
 
+TEST_CASE(
+    "sparse_softmax_cross_entropy with ignore_index: the other labels' mean, no gradient for "
+    "the ignored, over [batch, time, vocab] logits") {
+  constexpr std::int64_t kBatch = 2, kTime = 5, kClasses = 7, kRows = kBatch * kTime;
+  std::vector<std::int32_t> labels = labels_for(kRows, kClasses);
+  for (std::size_t i = 1; i < labels.size(); i += 3) labels[i] = -100;  // 3 of 10 ignored
+  const auto reduction = GENERATE(Reduction::Mean, Reduction::Sum, Reduction::None);
+  const bool weighted = reduction == Reduction::Sum;
+  const OpSpec spec{
+      .name = fmt::format("ignore_index {}, weights {}", name_of(reduction), weighted),
+      .shapes = weighted ? std::vector<Shape>{Shape{kBatch, kTime, kClasses}, Shape{kBatch, 1}}
+                         : std::vector<Shape>{Shape{kBatch, kTime, kClasses}},
+      .build =
+          [&](const std::vector<Tensor>& in) {
+            const Tensor y = in[0].graph().constant_i32({kBatch, kTime}, labels);
+            return vkt::sparse_softmax_cross_entropy(y, in[0], weighted ? in[1] : Tensor{},
+                                                     reduction, -100);
+          },
+      .reference =
+          [&](const std::vector<Values>& in) {
+            std::vector<std::int32_t> clean = labels;
+            for (auto& l : clean) l = std::max(l, 0);
+            Values out;
+            double sum = 0, count = 0;
+            for (std::int64_t r = 0; r < kRows; ++r) {
+              const double* row = &in[0][static_cast<std::size_t>(r * kClasses)];
+              double m = -INFINITY, e = 0;
+              for (std::int64_t k = 0; k < kClasses; ++k) m = std::max(m, row[k]);
+              for (std::int64_t k = 0; k < kClasses; ++k) e += std::exp(row[k] - m);
+              const bool kept = labels[static_cast<std::size_t>(r)] != -100;
+              const double w = (weighted ? in[1][static_cast<std::size_t>(r / kTime)] : 1.0) *
+                               (kept ? 1.0 : 0.0);
+              const double l = std::log(e) + m - row[clean[static_cast<std::size_t>(r)]];
+              out.push_back(w * l);
+              sum += w * l;
+              count += kept ? 1 : 0;
+            }
+            if (reduction == Reduction::None) return out;
+            return Values{reduction == Reduction::Mean ? sum / count : sum};
+          },
+      .ranges = {{-3.0, 3.0}, {0.2, 1.0}},
+      .differentiable = {true, false}};
+  const auto result = vkt::test::check_op(spec, 17);
+  // The ignored rows' logits get exactly zero gradient.
+  for (std::size_t r = 1; r < labels.size(); r += 3) {
+    for (std::int64_t k = 0; k < kClasses; ++k)
+      CHECK(result.gradients[0][r * kClasses + static_cast<std::size_t>(k)] == 0.0f);
+  }
+}
+
 TEST_CASE("sparse_softmax_cross_entropy: an out-of-range label gives NaN, not a stray read") {
   vkt::Graph g(vkt::test::shared_device());
   const Tensor logits = g.input("logits", {3, 2});

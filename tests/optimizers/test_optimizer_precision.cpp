@@ -50,6 +50,12 @@ struct Case {
   RefOptimizer ref;
   std::function<double(std::uint64_t)> lr;
   double initial_slot = 0.0;  // of Adagrad's "sum" and FTRL's "accumulator"
+  /// GPT-2's recipe: when set, `make` updates the matrices (the kernels and
+  /// the embedding) and this optimizer the biases, each call clipping its own
+  /// gradients to a global norm of `clip_norm` (tf.clip_by_global_norm).
+  std::function<std::unique_ptr<vkt::Optimizer>()> make_biases{};
+  RefOptimizer ref_biases{};
+  double clip_norm = 0.0;
 };
 
 // Hyperparameters as a user writes them (doubles); the reference takes the
@@ -59,6 +65,13 @@ struct Case {
 // corrections cancel most of an error in 1 - beta2.
 std::vector<Case> cases() {
   const auto constant = [](double lr) { return [lr](std::uint64_t) { return lr; }; };
+  // LearningRate::cosine_decay(0.02, 12, 0.1, 3) at step t (t - 1 steps done).
+  const auto gpt2_rate = [](std::uint64_t t) {
+    const double step = static_cast<double>(t - 1);
+    if (step < 3) return 0.02 * step / 3.0;
+    const double s = std::min(step - 3.0, 12.0);
+    return 0.02 * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(M_PI * s / 12.0)));
+  };
   return {
       {"sgd",
        "SGD",
@@ -175,6 +188,22 @@ std::vector<Case> cases() {
          const double s = std::min(step - 3.0, 12.0);
          return 0.3 * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(M_PI * s / 12.0)));
        }},
+      {"adam",
+       "GPT-2's AdamW: decay on the matrices only, cosine warm-up, clipping per call",
+       [] {
+         return std::make_unique<vkt::AdamW>(
+             vkt::LearningRate::cosine_decay(0.02, 12, 0.1, 3),
+             vkt::AdamOptions{.weight_decay = 0.1, .clipping = {.global_norm = 0.3f}});
+       },
+       {.kind = "adamw", .weight_decay = 0.1},
+       gpt2_rate,
+       0.0,
+       [] {
+         return std::make_unique<vkt::Adam>(vkt::LearningRate::cosine_decay(0.02, 12, 0.1, 3),
+                                            vkt::AdamOptions{.clipping = {.global_norm = 0.3f}});
+       },
+       {.kind = "adam"},
+       0.3},
       {"ftrl/schedules",
        "RMSprop step_decay",
        [] {
@@ -233,7 +262,15 @@ vkt::ModelFn mlp(const Case& c, bool embed) {
     const Tensor h = vkt::tanh(vkt::bias_add(vkt::matmul(x, w1), b1));
     const Tensor loss = vkt::mean_squared_error(l.at("y"), vkt::bias_add(vkt::matmul(h, w2), b2));
     vkt::TowerOptimizer opt(c.make());
-    return vkt::EstimatorSpec{.mode = mode, .loss = loss, .train_op = opt.minimize(loss)};
+    if (!c.make_biases) {
+      return vkt::EstimatorSpec{.mode = mode, .loss = loss, .train_op = opt.minimize(loss)};
+    }
+    std::vector<Tensor> matrices{w1, w2};
+    if (embed) matrices.push_back(*g.find_variable("embedding"));
+    opt.minimize(loss, matrices);
+    vkt::TowerOptimizer biases(c.make_biases());
+    return vkt::EstimatorSpec{
+        .mode = mode, .loss = loss, .train_op = biases.minimize(loss, std::vector<Tensor>{b1, b2})};
   };
 }
 
@@ -286,6 +323,43 @@ struct RefMlp {
   }
 };
 
+/// Steps that GPT-2's recipe clipped in the reference (each call counts).
+int gpt2_clipped_calls = 0;
+
+/// One step of GPT-2's recipe in double: the matrices (and the embedding's
+/// rows) and the biases each scaled by clip / max(their global norm, clip),
+/// then AdamW on the matrices and Adam on the biases.
+void ref_gpt2_step(const Case& c, RefMlp& ref, const std::map<std::string, std::vector<double>>& g,
+                   const std::vector<std::int32_t>& ids, bool embed, std::uint64_t t) {
+  const auto scale_of = [&](const std::vector<std::string>& names) {
+    double sq = 0;
+    for (const std::string& name : names) {
+      for (const double x : g.at(name)) sq += x * x;
+    }
+    const double norm = std::sqrt(sq);
+    if (norm > c.clip_norm) ++gpt2_clipped_calls;
+    return c.clip_norm / std::max(norm, c.clip_norm);
+  };
+  std::vector<std::string> matrices{"hidden/kernel", "out/kernel"};
+  if (embed) matrices.push_back("embedding");
+  const std::vector<std::string> biases{"hidden/bias", "out/bias"};
+  const auto apply = [&](RefOptimizer opt, const std::vector<std::string>& names) {
+    opt.lr = c.lr(t);
+    const double scale = scale_of(names);
+    for (const std::string& name : names) {
+      if (name == "embedding") {
+        vkt::test::lazy_sparse_step(opt, ref.vars[name], kIn, g.at(name), ids, t, scale);
+        continue;
+      }
+      std::vector<double> scaled = g.at(name);
+      for (double& x : scaled) x *= scale;
+      opt.step(ref.vars[name], scaled, t);
+    }
+  };
+  apply(c.ref, matrices);
+  apply(c.ref_biases, biases);
+}
+
 /// Trains `c` on `towers` towers and returns the worst relative error of any
 /// variable against the double reference.
 double worst_error(vkt::Instance& instance, const Case& c, int towers, vkt::VariableMode mode,
@@ -328,6 +402,10 @@ double worst_error(vkt::Instance& instance, const Case& c, int towers, vkt::Vari
     RefOptimizer opt = c.ref;
     opt.lr = c.lr(t);
     const auto grads = ref.gradients(d.ids[step], d.x[step], d.y[step], embed);
+    if (c.make_biases) {
+      ref_gpt2_step(c, ref, grads, d.ids[step], embed, t);
+      continue;
+    }
     for (const std::string& name : kDense) opt.step(ref.vars[name], grads.at(name), t);
     if (embed) {
       vkt::test::lazy_sparse_step(opt, ref.vars["embedding"], kIn, grads.at("embedding"),
@@ -386,7 +464,9 @@ TEST_CASE("SGD and Momentum train an MLP within 1e-4 of float64, 1 and 2 towers"
 
 TEST_CASE("Adam and AdamW train an MLP within 1e-4 of float64, 1 and 2 towers",
           "[optimizers][device-matrix]") {
+  gpt2_clipped_calls = 0;
   check_group("adam");
+  CHECK(gpt2_clipped_calls > 10);  // the clipping was exercised, not a no-op
 }
 
 TEST_CASE("Adagrad and RMSprop train an MLP within 1e-4 of float64, 1 and 2 towers",

@@ -30,6 +30,7 @@
 #include <vktower/tower/tower_run.h>
 
 #include "../test_support.h"
+#include "../torch_support.h"
 
 using vkt::HostTensor;
 using vkt::Tensor;
@@ -89,20 +90,6 @@ std::string file_name(std::string name) {
   return name + ".npy";
 }
 
-/// The first interpreter that imports torch: $VKT_PYTHON, python3 on the PATH,
-/// /usr/bin/python3 (Debian's python3-torch is for the system Python).
-std::optional<std::string> torch_python() {
-  std::vector<std::string> candidates{"python3", "/usr/bin/python3"};
-  if (const char* env = std::getenv("VKT_PYTHON"); env != nullptr && *env != '\0') {
-    candidates.insert(candidates.begin(), env);
-  }
-  for (const std::string& python : candidates) {
-    const std::string probe = "'" + python + "' -c 'import torch' >/dev/null 2>&1";
-    if (std::system(probe.c_str()) == 0) return python;
-  }
-  return std::nullopt;
-}
-
 std::string step_file(const std::string& what, int step) {
   return what + "." + std::to_string(step) + ".npy";
 }
@@ -117,11 +104,9 @@ std::vector<std::int32_t> labels_of_step(int step) {
 
 TEST_CASE("a CNN with batch norm trained by Adam on 1 tower matches PyTorch in float64",
           "[torch][batch_norm][towers]") {
-  const std::optional<std::string> python = torch_python();
+  const std::optional<std::string> python = vkt::test::torch_python();
   if (!python) {
-    WARN(
-        "skipped: no python3 here imports torch (apt-get install python3-torch, or set "
-        "VKT_PYTHON to an interpreter that has it)");
+    WARN(vkt::test::kNoTorch);
     return;
   }
   const vkt::test::TempDir dir;

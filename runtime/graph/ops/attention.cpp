@@ -1,5 +1,5 @@
-// Attention from matmul, where, softmax and dropout: the reference path, and
-// the fallback wherever no fused kernel applies.
+// Attention from matmul, where, softmax and dropout (the reference path, and
+// the fallback wherever the fused kernels do not fit), or the fused kernels.
 #include "attention.h"
 
 #include <fmt/format.h>
@@ -11,10 +11,16 @@
 #include "../graph.h"
 #include "dropout.h"
 #include "elementwise.h"
+#include "fused_attention.h"
 #include "matmul.h"
 #include "softmax.h"
 
 namespace vkt {
+namespace {
+
+constexpr std::uint32_t kGolden = 0x9e3779b9u;  // dropout.cpp's key multiplier
+
+}  // namespace
 
 Tensor masked_softmax(const Tensor& scores, float scale, bool causal, const Tensor& mask) {
   if (!scores.valid()) throw Error("masked_softmax: the scores tensor is empty");
@@ -61,9 +67,39 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   const float scale = options.scale != 0.0f
                           ? options.scale
                           : static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  if (!(options.dropout >= 0.0f && options.dropout < 1.0f)) {
+    throw Error(
+        fmt::format("{}: dropout {} is outside [0, 1); it is the fraction of "
+                    "probabilities dropped (0 keeps all)",
+                    what, options.dropout));
+  }
+  Graph& g = q.graph();
+  // The dropout mask's key: this call's place in its graph, the same in every
+  // graph built by the same code, whichever kernel runs.
+  const std::uint32_t key = static_cast<std::uint32_t>(g.nodes().size()) * kGolden;
+  if (options.kernel != AttentionKernel::Composed) {
+    const std::optional<std::uint32_t> tile = ops_detail::fused_attention_tile(g.device(), d);
+    const std::int64_t matrices = sq.elements() / (sq[sq.rank() - 2] * d);
+    const bool fits = tile && matrices <= 65535 && sq[sq.rank() - 2] <= 65535 * 16;
+    if (fits) {
+      return ops_detail::fused_attention(
+          q, k, v,
+          {.causal = options.causal, .scale = scale, .dropout = options.dropout, .key = key},
+          *tile);
+    }
+    if (options.kernel == AttentionKernel::Fused) {
+      throw Error(fmt::format(
+          "{}: the fused kernels do not fit on {} (head dimension {}, {} bytes of shared "
+          "memory); use AttentionKernel::Auto or Composed",
+          what, g.device().info().name, d, g.device().info().max_shared_memory_bytes));
+    }
+  }
   const Tensor scores = matmul(q, k, false, true);  // [..., Tq, Tk]
   Tensor p = masked_softmax(scores, scale, options.causal);
-  if (options.dropout > 0.0f) p = dropout(p, options.dropout);
+  if (options.dropout > 0.0f) {
+    // dropout's key is its node's place mixed with the offset: this offset makes it `key`.
+    p = dropout(p, options.dropout, key ^ static_cast<std::uint32_t>(g.nodes().size()) * kGolden);
+  }
   return matmul(p, v);
 }
 

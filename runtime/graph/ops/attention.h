@@ -16,6 +16,20 @@ namespace vkt {
 Tensor masked_softmax(const Tensor& scores, float scale = 1.0f, bool causal = false,
                       const Tensor& mask = Tensor{});
 
+/// Which kernels compute attention.
+enum class AttentionKernel {
+  /// The fused kernels where the device's shared memory holds their tiles (a
+  /// head dimension up to 256), else the composed ops.
+  Auto,
+  /// The fused kernels (shaders/attention_*.comp): the scores live a tile at a
+  /// time in shared memory, never in global memory; a vkt::Error where the
+  /// device cannot run them.
+  Fused,
+  /// matmul, masked_softmax, dropout and matmul: the reference, with the
+  /// [Tq, Tk] scores and probabilities in memory.
+  Composed,
+};
+
 /// What scaled_dot_product_attention does besides the product.
 struct AttentionOptions {
   bool causal = false;
@@ -23,11 +37,14 @@ struct AttentionOptions {
   float dropout = 0.0f;
   /// The scores' scale; 0 means 1 / sqrt(D), D the last dimension of q.
   float scale = 0.0f;
+  AttentionKernel kernel = AttentionKernel::Auto;
 };
 
 /// softmax(q k^T * scale, masked) v for q [B, H, Tq, D], k and v [B, H, Tk, D]
-/// (or rank 3, [B, T, D]): the composed path (the [Tq, Tk] scores live in
-/// memory). Result [B, H, Tq, D].
+/// (or rank 3, [B, T, D]). Result [B, H, Tq, D]. Both kernels drop the same
+/// probabilities (a hash of the step, the example's row of the global batch
+/// and the entry, as vkt::dropout draws), so they differ by float rounding
+/// only; each is deterministic.
 ///
 ///   vkt::Tensor y = vkt::scaled_dot_product_attention(q, k, v, {.causal = true});
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "../tensor.h"
+#include "attention.h"
 #include "conv.h"
 #include "pool.h"
 
@@ -68,6 +69,7 @@ Tensor layer_norm(const Tensor& x, float epsilon = 1e-5f, const std::string& nam
 struct AttentionLayerOptions {
   bool causal = true;              ///< each position attends to itself and earlier ones
   float attention_dropout = 0.0f;  ///< dropout on the attention probabilities in training
+  AttentionKernel kernel = AttentionKernel::Auto;  ///< fused or composed (attention.h)
 };
 
 /// Multi-head self-attention over x [B, T, D]: one dense projection to q, k
@@ -86,6 +88,7 @@ struct TransformerOptions {
   float dropout = 0.0f;
   /// The MLP's hidden width, as a multiple of D (GPT-2: 4).
   std::int64_t mlp_ratio = 4;
+  AttentionKernel attention_kernel = AttentionKernel::Auto;  ///< fused or composed (attention.h)
 };
 
 /// GPT-2's pre-LayerNorm block over x [B, T, D]:

@@ -16,6 +16,7 @@
 #include "../graph.h"
 #include "elementwise.h"
 #include "kernel_util.h"
+#include "label_mask.h"
 #include "shape_ops.h"
 
 namespace vkt {
@@ -342,7 +343,8 @@ Tensor sigmoid_cross_entropy(const Tensor& labels, const Tensor& logits, const T
 }
 
 Tensor sparse_softmax_cross_entropy(const Tensor& labels, const Tensor& logits,
-                                    const Tensor& weights, Reduction reduction) {
+                                    const Tensor& weights, Reduction reduction,
+                                    std::optional<std::int32_t> ignore_index) {
   const char* what = "sparse_softmax_cross_entropy";
   check_tensor(labels, DType::I32, "labels", what);
   check_tensor(logits, DType::F32, "logits", what);
@@ -359,8 +361,27 @@ Tensor sparse_softmax_cross_entropy(const Tensor& labels, const Tensor& logits,
         "labels of shape [N, 1] to [N]",
         what, describe(labels), describe(logits), Shape(rows).str()));
   }
-  return reduce_loss({.kind = LossKind::SparseXent}, {labels, logits}, labels.shape(), weights,
-                     reduction, what);
+  if (!ignore_index) {
+    return reduce_loss({.kind = LossKind::SparseXent}, {labels, logits}, labels.shape(), weights,
+                       reduction, what);
+  }
+  // The ignored labels weigh 0 and read class 0 instead (a NaN times 0 would stay NaN).
+  const auto [kept, cleaned] = ops_detail::ignore_labels(labels, *ignore_index);
+  Tensor w = weights;
+  if (!w.valid()) {
+    if (const auto implied = implied_weights(labels.graph(), labels.shape(), reduction)) {
+      std::tie(w, reduction) = *implied;
+    }
+  }
+  if (w.valid()) {
+    check_tensor(w, DType::F32, "weights", what);
+    check_same_graph(labels, w, what);
+    broadcast_shapes(
+        w.shape(), labels.shape(),
+        fmt::format("{}: weights {} and labels {}", what, describe(w), describe(labels)));
+  }
+  return reduce_loss({.kind = LossKind::SparseXent}, {cleaned, logits}, labels.shape(),
+                     w.valid() ? w * kept : kept, reduction, what);
 }
 
 }  // namespace vkt

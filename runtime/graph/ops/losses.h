@@ -1,6 +1,9 @@
 #pragma once
 // Losses with weights and TensorFlow's tf.losses reductions.
 
+#include <cstdint>
+#include <optional>
+
 #include "../tensor.h"
 
 namespace vkt {
@@ -48,9 +51,17 @@ Tensor huber(const Tensor& labels, const Tensor& predictions, const Tensor& weig
 /// Gradient wrt logits: (softmax(logits) - one_hot(labels)) * dl. Labels get no
 /// gradient. A label outside [0, C) reads nothing out of bounds: its loss and its
 /// logits' gradient row are NaN (as TensorFlow on a GPU), so it cannot go unnoticed.
+/// `ignore_index` (PyTorch's, e.g. -100 for padding tokens): labels equal to it
+/// weigh 0 (times `weights` where given) and get no gradient, so Mean and
+/// SumByNonzeroWeights average over the other labels only, as PyTorch's
+/// cross_entropy(ignore_index=...) does.
+///
+///   vkt::Tensor loss = vkt::sparse_softmax_cross_entropy(next, logits, {}, vkt::Reduction::Mean,
+///   -100);
 Tensor sparse_softmax_cross_entropy(const Tensor& labels, const Tensor& logits,
                                     const Tensor& weights = Tensor{},
-                                    Reduction reduction = Reduction::SumByNonzeroWeights);
+                                    Reduction reduction = Reduction::SumByNonzeroWeights,
+                                    std::optional<std::int32_t> ignore_index = std::nullopt);
 
 /// labels z in [0, 1], f32, same shape as logits x:
 /// l = max(x, 0) - x z + log(1 + exp(-|x|)), the stable form of

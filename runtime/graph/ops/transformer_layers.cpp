@@ -40,7 +40,7 @@ Tensor multi_head_attention(const Tensor& x, int heads, const AttentionLayerOpti
   };
   const Tensor y = scaled_dot_product_attention(
       to_heads(qkv[0]), to_heads(qkv[1]), to_heads(qkv[2]),
-      {.causal = options.causal, .dropout = options.attention_dropout});
+      {.causal = options.causal, .dropout = options.attention_dropout, .kernel = options.kernel});
   const Tensor merged = reshape(permute(y, {0, 2, 1, 3}), Shape{b, t, d});
   return dense(merged, d, Activation::None, name + "/out");
 }
@@ -53,10 +53,11 @@ Tensor transformer_block(const Tensor& x, int heads, const TransformerOptions& o
   const auto drop = [&](const Tensor& y) {
     return options.dropout > 0.0f ? dropout(y, options.dropout) : y;
   };
-  Tensor h = x + drop(multi_head_attention(
-                     layer_norm(x, 1e-5f, name + "/ln_1"), heads,
-                     {.causal = options.causal, .attention_dropout = options.dropout},
-                     name + "/attention"));
+  Tensor h = x + drop(multi_head_attention(layer_norm(x, 1e-5f, name + "/ln_1"), heads,
+                                           {.causal = options.causal,
+                                            .attention_dropout = options.dropout,
+                                            .kernel = options.attention_kernel},
+                                           name + "/attention"));
   const Tensor inner = dense(layer_norm(h, 1e-5f, name + "/ln_2"), options.mlp_ratio * d,
                              Activation::Gelu, name + "/mlp_in");
   h = h + drop(dense(inner, d, Activation::None, name + "/mlp_out"));

@@ -1,0 +1,256 @@
+// vkt-bench-gpt: vkt-gpt's model (samples/vkt_gpt/gpt_model.h: GPT-2 blocks,
+// AdamW and Adam with clipping) trained on random tokens on 1 and 2 towers:
+// tokens/s against the same model trained by PyTorch on the same cores (or
+// CUDA on a GPU) in the same run (bench/pytorch_gpt.py); the step's device
+// time by op and kernel; and the fused attention kernels' FLOP rate against
+// the device's own roof (device_roof.h), all in one run.
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <vktower/tower/replicate.h>
+#include <vktower/tower/tower_run.h>
+#include <vktower/vktower.h>
+#include "../samples/vkt_gpt/gpt_model.h"
+#include "device_roof.h"
+#include "torch_reference.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Flags {
+  std::int64_t batch = 32;
+  GptSettings model{.vocab = 96, .context = 64, .width = 128, .layers = 4, .heads = 4};
+  int steps = 5;
+  int reps = 5;
+  std::vector<int> towers{1, 2};
+  int torch_steps = 5;
+  std::string torch_device = "auto";
+  bool skip_torch = false;
+  bool skip_profile = false;
+};
+
+struct RandomTokens {
+  std::vector<std::int32_t> tokens, next;
+};
+
+RandomTokens random_tokens(const Flags& f) {
+  std::mt19937 rng(5);
+  RandomTokens r;
+  for (std::int64_t i = 0; i < f.batch * f.model.context; ++i) {
+    r.tokens.push_back(static_cast<std::int32_t>(rng() % f.model.vocab));
+    r.next.push_back(static_cast<std::int32_t>(rng() % f.model.vocab));
+  }
+  return r;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+/// Tokens/s of the training step on `n` towers of device 0 (wall clock, after
+/// a warm-up step) and the median device step in ms.
+std::pair<double, double> train_rate(vkt::Instance& instance, int n, const Flags& f) {
+  const std::int64_t b = f.batch, t = f.model.context;
+  const RandomTokens data = random_tokens(f);
+  const vkt::HostBatch features = {{"tokens", vkt::HostTensor::ints({b, t}, data.tokens)}};
+  const vkt::HostBatch labels = {{"next", vkt::HostTensor::ints({b, t}, data.next)}};
+  const auto replicated = vkt::replicate_model_fn(
+      gpt_model, {.loss_reduction = vkt::LossReduction::Mean,
+                  .devices = std::vector<std::uint32_t>(static_cast<std::size_t>(n), 0)});
+  vkt::ModelContext root(instance, {{"tokens", {{b, t}, vkt::DType::I32}}},
+                         {{"next", {{b, t}, vkt::DType::I32}}});
+  const vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, to_params(f.model));
+  spec.run->train_step(features, labels);  // warm-up: pipelines compile
+  std::vector<double> step_ms;
+  const auto start = std::chrono::steady_clock::now();
+  for (int s = 0; s < f.steps; ++s) {
+    spec.run->train_step(features, labels);
+    step_ms.push_back(spec.run->last_step_times().step);
+  }
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return {static_cast<double>(b * t) * f.steps / wall_s, median(step_ms)};
+}
+
+void report_pytorch(const Flags& f, double best) {
+  const std::optional<std::string> python = vkt::bench::torch_python();
+  const std::string script = vkt::bench::bench_script(VKT_BENCH_DIR, "pytorch_gpt.py");
+  if (!python) {
+    fmt::print(
+        "pytorch: skipped, no python3 here imports torch (apt-get install python3-torch, or set "
+        "VKT_PYTHON)\n");
+    return;
+  }
+  const GptSettings& m = f.model;
+  const std::string args = fmt::format(
+      "--batch {} --context {} --width {} --layers {} --heads {} --vocab {} --dropout {} "
+      "--steps {} --threads 2 --device {}",
+      f.batch, m.context, m.width, m.layers, m.heads, m.vocab, m.dropout, f.torch_steps,
+      f.torch_device);
+  const auto torch = vkt::bench::run_torch_script(*python, script, args);
+  if (!torch) {
+    fmt::print("pytorch: {} failed (its output is above)\n", script);
+    return;
+  }
+  for (const auto& [key, value] : *torch) fmt::print("  {}={}\n", key, value);
+  const double theirs = std::stod(torch->at("pytorch_tokens_per_s"));
+  fmt::print("pytorch ({}): {:.1f} tokens/s; vktower's best above: {:.1f}\n", *python, theirs,
+             best);
+  fmt::print("gpt_vs_pytorch_ratio={:.3f}\n", best / theirs);
+  fmt::print("gpt_vs_pytorch_{}_ratio={:.3f}\n", f.torch_device, best / theirs);
+}
+
+/// One tower's step (forward and gradients, no optimizer) by op and kernel,
+/// and the fused attention kernels' GFLOP/s against the device's roof.
+void report_profile(vkt::Instance& instance, const Flags& f) {
+  vkt::Device device(instance, 0);
+  vkt::Graph g(device);
+  const std::int64_t b = f.batch, t = f.model.context;
+  const vkt::Tensor tokens = g.input("tokens", {b, t}, vkt::DType::I32);
+  const vkt::Tensor next = g.input("next", {b, t}, vkt::DType::I32);
+  const vkt::Tensor loss = vkt::sparse_softmax_cross_entropy(
+      next, gpt_logits(g, tokens, to_params(f.model)), vkt::Tensor{}, vkt::Reduction::Mean);
+  std::vector<vkt::Tensor> fetches{loss};
+  for (const vkt::Gradient& grad : vkt::gradients(loss, g.trainable_variables())) {
+    fetches.push_back(grad.sparse() ? grad.values : grad.dense);
+  }
+  vkt::Executor exec(g, fetches, {.training = true, .profile = true});
+  const RandomTokens data = random_tokens(f);
+  exec.feed("tokens", data.tokens);
+  exec.feed("next", data.next);
+  exec.run();
+  exec.wait();
+  std::map<std::pair<std::string, std::string>, std::vector<double>> runs;
+  std::map<std::pair<std::string, std::string>, int> commands;
+  for (int r = 0; r < f.reps; ++r) {
+    exec.run();
+    std::map<std::pair<std::string, std::string>, double> sum;
+    for (const vkt::Executor::CommandProfile& c : exec.profile()) {
+      sum[{c.op, c.kernel}] += c.ms;
+      if (r == 0) commands[{c.op, c.kernel}] += 1;
+    }
+    for (const auto& [key, ms] : sum) runs[key].push_back(ms);
+  }
+  if (runs.empty()) {
+    fmt::print("profile: skipped, the device has no timestamp queries\n");
+    return;
+  }
+  std::vector<std::pair<double, std::pair<std::string, std::string>>> rows;
+  double total = 0;
+  for (const auto& [key, ms] : runs) {
+    rows.push_back({*std::min_element(ms.begin(), ms.end()), key});
+    total += rows.back().first;
+  }
+  std::sort(rows.rbegin(), rows.rend());
+  fmt::print(
+      "1-tower step without the optimizer (batch {}), device time by op and kernel, "
+      "fastest of {}: {:.2f} ms\n",
+      b, f.reps, total);
+  double fwd_ms = 0, bwd_ms = 0;
+  for (const auto& [ms, key] : rows) {
+    fmt::print("  {:7.2f} ms {:5.1f}%  {:<26} {:<26} x{}\n", ms, 100.0 * ms / total, key.first,
+               key.second, commands[key]);
+    if (key.first == "fused_attention") fwd_ms += ms;
+    if (key.first == "attention_grad_q" || key.first == "attention_grad_kv") bwd_ms += ms;
+  }
+  if (fwd_ms == 0) {
+    fmt::print("attention: the composed path ran (no fused kernel on this device or flag)\n");
+    return;
+  }
+  // FlashAttention's count: 4 B H T^2 Dh forward (q k^T and p v), 2.5x that
+  // backward, halved by the causal mask; every layer.
+  const double dh = static_cast<double>(f.model.width) / f.model.heads;
+  const double fwd_flops = 4.0 * static_cast<double>(b) * f.model.heads * static_cast<double>(t) *
+                           static_cast<double>(t) * dh / 2 * f.model.layers;
+  const vkt::bench::DeviceRoof roof =
+      vkt::bench::measure_device_roof(device, {.measure_copy = false});
+  const double fwd_gflops = fwd_flops / fwd_ms / 1e6, bwd_gflops = 2.5 * fwd_flops / bwd_ms / 1e6;
+  fmt::print("device roof: {:.1f} GFLOP/s ({}, {})\n", roof.fma_gflops, roof.shape, roof.timing);
+  fmt::print("attention forward: {:.2f} ms, {:.2f} GFLOP/s; backward: {:.2f} ms, {:.2f} GFLOP/s\n",
+             fwd_ms, fwd_gflops, bwd_ms, bwd_gflops);
+  fmt::print("attention_fwd_fraction_of_roof={:.3f}\n", fwd_gflops / roof.fma_gflops);
+  fmt::print("attention_bwd_fraction_of_roof={:.3f}\n", bwd_gflops / roof.fma_gflops);
+  fmt::print("attention_share_of_step={:.3f}\n", (fwd_ms + bwd_ms) / total);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "vkt-bench-gpt: vkt-gpt's model trained on 1 and 2 towers, tokens/s against PyTorch on "
+      "the same cores or GPU, the step's kernels and the fused attention against the roof"};
+  Flags f;
+  app.add_option("--batch", f.batch, "global batch (sequences)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--context", f.model.context, "tokens per sequence")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 4096));
+  app.add_option("--width", f.model.width, "the model's width")->capture_default_str();
+  app.add_option("--layers", f.model.layers, "transformer blocks")->capture_default_str();
+  app.add_option("--heads", f.model.heads, "attention heads")->capture_default_str();
+  app.add_option("--vocab", f.model.vocab, "vocabulary size")->capture_default_str();
+  app.add_option("--attention", f.model.attention, "auto, fused or composed")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "fused", "composed"}));
+  app.add_option("--steps", f.steps, "timed steps per tower count (after one warm-up)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--reps", f.reps, "profiled runs (the fastest counts)")->capture_default_str();
+  app.add_option("--towers", f.towers, "tower counts, e.g. 1,2")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  app.add_option("--torch-steps", f.torch_steps, "PyTorch's timed steps")->capture_default_str();
+  app.add_option("--torch-device", f.torch_device,
+                 "PyTorch's device: auto (cpu on lavapipe, else cuda), cpu or cuda")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  app.add_flag("--no-torch", f.skip_torch, "skip the PyTorch reference");
+  app.add_flag("--no-profile", f.skip_profile, "skip the kernel profile and the roof");
+  CLI11_PARSE(app, argc, argv);
+  if (f.model.width % f.model.heads != 0) {
+    fmt::print(stderr, "vkt-bench-gpt: --heads {} does not divide --width {}\n", f.model.heads,
+               f.model.width);
+    return 2;
+  }
+  try {
+    vkt::Instance instance;
+    if (f.torch_device == "auto") f.torch_device = instance.device(0).is_lavapipe ? "cpu" : "cuda";
+    const char* threads = std::getenv("LP_NUM_THREADS");
+    const char* core = std::getenv("OPENBLAS_CORETYPE");
+    fmt::print(
+        "device 0: {}, LP_NUM_THREADS={}, OPENBLAS_CORETYPE={}; GPT {} layers, width {}, {} "
+        "heads, context {}, vocab {}, batch {}, attention {}\n",
+        instance.device(0).name, threads ? threads : "unset", core ? core : "unset", f.model.layers,
+        f.model.width, f.model.heads, f.model.context, f.model.vocab, f.batch, f.model.attention);
+    double best = 0;
+    for (const int n : f.towers) {
+      if (f.batch % n != 0) {
+        fmt::print("{} towers: skipped, the batch does not divide by {}\n", n, n);
+        continue;
+      }
+      const auto [rate, ms] = train_rate(instance, n, f);
+      fmt::print(
+          "{} tower{}: {:8.1f} tokens/s (wall clock), device step {:.2f} ms (median of {})\n", n,
+          n == 1 ? " " : "s", rate, ms, f.steps);
+      fmt::print("gpt_towers_{}_tokens_per_s={:.1f}\n", n, rate);
+      best = std::max(best, rate);
+    }
+    if (!f.skip_torch) report_pytorch(f, best);
+    if (!f.skip_profile) report_profile(instance, f);
+    return 0;
+  } catch (const vkt::Error& e) {
+    fmt::print(stderr, "vkt-bench-gpt: {}\n", e.what());
+    return 1;
+  }
+}

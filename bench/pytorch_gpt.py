@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""vkt-bench-gpt's reference: vkt-gpt's model (samples/vkt_gpt/torch_replica.py's
+Gpt: GPT-2 pre-LayerNorm blocks, dropout, AdamW on the matrices and Adam on the
+rest, each clipped to a global norm of 1) trained by PyTorch on the CPU (or,
+with `--device cuda`, the GPU) on random tokens, timed over `--steps` steps
+after a warm-up. Prints `key=value` lines; pytorch_examples_per_s counts
+sequences, pytorch_tokens_per_s tokens."""
+
+import argparse
+import os
+import sys
+import time
+
+from torch_blas import openblas_core
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "samples", "vkt_gpt"))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--context", type=int, default=64)
+    parser.add_argument("--width", type=int, default=128)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--vocab", type=int, default=96)
+    parser.add_argument("--dropout", type=float, default=0.1)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    args = parser.parse_args()
+
+    import torch  # after argparse: --help works without torch
+    from torch_replica import Gpt
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("pytorch_gpt.py: --device cuda, but torch.cuda.is_available() is false "
+              "(a CPU-only torch build, or no GPU here)", file=sys.stderr)
+        sys.exit(2)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(1)
+    device = torch.device(args.device)
+    model = Gpt(args.vocab, args.context, args.width, args.layers, args.heads,
+                args.dropout).to(device)
+    matrices = [p for p in model.parameters() if p.dim() == 2]
+    others = [p for p in model.parameters() if p.dim() != 2]
+    adamw = torch.optim.AdamW(matrices, lr=1e-3, weight_decay=0.1)
+    adam = torch.optim.Adam(others, lr=1e-3)
+    tokens = torch.randint(0, args.vocab, (args.batch, args.context), device=device)
+    nxt = torch.randint(0, args.vocab, (args.batch, args.context), device=device)
+
+    def sync():
+        if args.device == "cuda":
+            torch.cuda.synchronize()
+
+    def step():
+        logits = model(tokens)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, args.vocab), nxt.reshape(-1))
+        adamw.zero_grad(set_to_none=True)
+        adam.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(matrices, 1.0)
+        torch.nn.utils.clip_grad_norm_(others, 1.0)
+        adamw.step()
+        adam.step()
+
+    for _ in range(args.warmup):
+        step()
+    sync()
+    start = time.perf_counter()
+    for _ in range(args.steps):
+        step()
+    sync()
+    seconds = time.perf_counter() - start
+    print(f"torch_version={torch.__version__}")
+    print(f"torch_device={args.device}")
+    if args.device == "cuda":
+        print(f"torch_gpu={torch.cuda.get_device_name(0)}")
+    print(f"torch_threads={torch.get_num_threads()}")
+    print(f"omp_wait_policy={os.environ.get('OMP_WAIT_POLICY', 'unset')}")
+    print(f"openblas_coretype_env={os.environ.get('OPENBLAS_CORETYPE', 'unset')}")
+    print(f"openblas_core={openblas_core()}")
+    print(f"pytorch_examples_per_s={args.batch * args.steps / seconds:.2f}")
+    print(f"pytorch_tokens_per_s={args.batch * args.context * args.steps / seconds:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+// Fused attention (shaders/attention_fwd.comp, attention_bwd_q.comp,
+// attention_bwd_kv.comp). An op has one output, so the forward writes one flat
+// tensor holding the result and each query's log-sum-exp after it; the result
+// is a view on its front (slice_rows, reshape), and the backward kernels read
+// both parts. Likewise dk and dv are the two halves of one output.
+#include "fused_attention.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "../../vulkan/error.h"
+#include "../graph.h"
+#include "kernel_util.h"
+#include "shape_ops.h"
+
+namespace vkt::ops_detail {
+namespace {
+
+// attention.glsl's ROWS and LANES.
+constexpr std::uint32_t kRows = 16;
+constexpr std::uint32_t kLanes = 16;
+// attention.glsl's ACC array (output elements per invocation) stays small.
+constexpr std::int64_t kMaxHeadDim = 256;
+
+struct AttentionPush {
+  std::uint32_t tq, tk, heads, causal;
+  float scale;
+  std::uint32_t threshold;
+  float drop_scale;
+  std::uint32_t key;
+};
+
+/// q, k or v seen as [matrices, rows, D].
+struct Geometry {
+  std::uint32_t matrices, heads, tq, tk, d;
+};
+
+Geometry geometry(const Shape& q, const Shape& k) {
+  const int r = q.rank();
+  return {static_cast<std::uint32_t>(q.elements() / (q[r - 2] * q[r - 1])),
+          static_cast<std::uint32_t>(r == 4 ? q[1] : 1), static_cast<std::uint32_t>(q[r - 2]),
+          static_cast<std::uint32_t>(k[r - 2]), static_cast<std::uint32_t>(q[r - 1])};
+}
+
+std::size_t shared_bytes(std::uint32_t d, std::uint32_t tile) {
+  const std::size_t dp = d + 1, rows = kRows;
+  const std::size_t fwd = (rows + tile) * dp + std::size_t{tile} * d + 2 * rows * tile;
+  const std::size_t bwd_q =
+      2 * rows * dp + 2 * std::size_t{tile} * dp + rows * tile + rows * kLanes;
+  const std::size_t bwd_kv =
+      2 * rows * dp + 2 * std::size_t{tile} * dp + 2 * tile + 2 * rows * tile;
+  return 4 * std::max({fwd, bwd_q, bwd_kv});
+}
+
+class AttentionKernelOp : public Op {
+ public:
+  AttentionKernelOp(FusedAttentionParams params, std::uint32_t tile)
+      : params_(params), tile_(tile) {}
+
+ protected:
+  void dispatch(RecordContext& ctx, const char* shader, std::span<const BufferRange> buffers,
+                const Geometry& g, std::uint32_t rows) const {
+    const bool drop = ctx.training() && params_.dropout > 0.0f;
+    const double threshold = std::ldexp(static_cast<double>(params_.dropout), 32);
+    const AttentionPush push{
+        g.tq,
+        g.tk,
+        g.heads,
+        params_.causal ? 1u : 0u,
+        params_.scale,
+        drop ? static_cast<std::uint32_t>(std::min(threshold, 4294967295.0)) : 0u,
+        drop ? static_cast<float>(1.0 / (1.0 - params_.dropout)) : 1.0f,
+        params_.key};
+    const Kernel& kernel = ctx.device().kernel(
+        {.shader = shader, .constants = {SpecConstant::u32(0, g.d), SpecConstant::u32(1, tile_)}});
+    ctx.stream().dispatch(kernel, buffers, std::as_bytes(std::span(&push, 1)),
+                          Groups{(rows + kRows - 1) / kRows, g.matrices, 1});
+  }
+
+  FusedAttentionParams params_;
+  std::uint32_t tile_;
+};
+
+/// The three kernels' buffers: q, k, v, the step parameters, then `rest`.
+std::vector<BufferRange> buffers(RecordContext& ctx, std::span<const Tensor> in,
+                                 std::initializer_list<Tensor> rest) {
+  std::vector<BufferRange> b{ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(in[2]),
+                             ctx.step_params()};
+  for (const Tensor& t : rest) b.push_back(ctx.buffer(t));
+  return b;
+}
+
+/// Gradient of q (attention_bwd_q.comp): inputs q, k, v, the forward's output
+/// and its gradient.
+class AttentionGradQOp final : public AttentionKernelOp {
+ public:
+  using AttentionKernelOp::AttentionKernelOp;
+  std::string type() const override { return "attention_grad_q"; }
+  void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
+    const Geometry g = geometry(in[0].shape(), in[1].shape());
+    dispatch(ctx, "attention_bwd_q", buffers(ctx, in, {in[3], in[4], out}), g, g.tq);
+  }
+  std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor&,
+                                 const Tensor&) const override {
+    throw Error("attention_grad_q: second derivatives are not supported");
+  }
+};
+
+/// Gradients of k and v, one after the other in one flat output
+/// (attention_bwd_kv.comp); the same inputs as AttentionGradQOp.
+class AttentionGradKVOp final : public AttentionKernelOp {
+ public:
+  using AttentionKernelOp::AttentionKernelOp;
+  std::string type() const override { return "attention_grad_kv"; }
+  void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
+    const Geometry g = geometry(in[0].shape(), in[1].shape());
+    dispatch(ctx, "attention_bwd_kv", buffers(ctx, in, {in[3], in[4], out}), g, g.tk);
+  }
+  std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor&,
+                                 const Tensor&) const override {
+    throw Error("attention_grad_kv: second derivatives are not supported");
+  }
+};
+
+/// The forward (attention_fwd.comp): inputs q, k, v; output the result
+/// followed by each query's log-sum-exp, flat.
+class FusedAttentionOp final : public AttentionKernelOp {
+ public:
+  using AttentionKernelOp::AttentionKernelOp;
+  std::string type() const override { return "fused_attention"; }
+  void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
+    const Geometry g = geometry(in[0].shape(), in[1].shape());
+    dispatch(ctx, "attention_fwd", buffers(ctx, in, {out}), g, g.tq);
+  }
+  std::vector<Gradient> gradient(std::span<const Tensor> in, const Tensor& out,
+                                 const Tensor& dy) const override {
+    Graph& graph = out.graph();
+    const Shape kv = in[1].shape();
+    const Tensor dq = graph.add_node(std::make_unique<AttentionGradQOp>(params_, tile_),
+                                     {in[0], in[1], in[2], out, dy}, in[0].shape());
+    const std::int64_t n = kv.elements();
+    const Tensor dkv = graph.add_node(std::make_unique<AttentionGradKVOp>(params_, tile_),
+                                      {in[0], in[1], in[2], out, dy}, Shape{2 * n});
+    return {Gradient{dq}, Gradient{reshape(slice_rows(dkv, 0, n), kv)},
+            Gradient{reshape(slice_rows(dkv, n, n), kv)}};
+  }
+};
+
+}  // namespace
+
+std::optional<std::uint32_t> fused_attention_tile(const Device& device, std::int64_t d) {
+  if (d < 1 || d > kMaxHeadDim) return std::nullopt;
+  for (const std::uint32_t tile : {32u, 16u, 8u}) {
+    if (shared_bytes(static_cast<std::uint32_t>(d), tile) <= device.info().max_shared_memory_bytes)
+      return tile;
+  }
+  return std::nullopt;
+}
+
+Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                       const FusedAttentionParams& params, std::uint32_t tile) {
+  const Shape sq = q.shape();
+  const Geometry g = geometry(sq, k.shape());
+  const std::int64_t rows = std::int64_t{g.matrices} * g.tq;
+  const Tensor packed = q.graph().add_node(std::make_unique<FusedAttentionOp>(params, tile),
+                                           {q, k, v}, Shape{rows * g.d + rows});
+  return reshape(slice_rows(packed, 0, rows * g.d), sq);
+}
+
+}  // namespace vkt::ops_detail

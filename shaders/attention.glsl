@@ -1,0 +1,54 @@
+// What the fused attention kernels (attention_fwd.comp, attention_bwd_q.comp,
+// attention_bwd_kv.comp) share: their parameters, the causal mask and the
+// dropout mask. Scores s = scale * q.k of query i and key j are never stored
+// in global memory: each kernel recomputes the tile it needs in shared memory.
+// A workgroup is ROWS rows (queries, or keys in attention_bwd_kv) of one
+// (batch, head) matrix, LANES invocations per row; each sum runs in a fixed
+// order whatever the device, so the same inputs give the same bits.
+const uint ROWS = 16u;
+const uint LANES = 16u;
+layout(local_size_x = 256) in;  // ROWS * LANES
+layout(constant_id = 0) const uint D = 64u;     // the head dimension
+layout(constant_id = 1) const uint TILE = 32u;  // columns (keys, or queries) per step
+const uint DP = D + 1u;  // padded row stride: lanes reading different rows hit different banks
+const uint ACC = (D + LANES - 1u) / LANES;  // output elements per invocation
+
+layout(push_constant) uniform Params {
+  uint tq, tk;   // queries and keys per matrix
+  uint heads;    // matrices per example (dropout's rows are examples)
+  uint causal;   // key j is masked for query i when j > i + tk - tq
+  float scale;   // of the scores
+  uint threshold;  // dropout keeps where the hash >= threshold (0: keeps all)
+  float drop_scale;  // 1 / (1 - rate), or 1
+  uint key;      // the dropout mask's key (the op's place in its graph)
+};
+
+// A masked score, finite so that no infinity enters the arithmetic.
+const float MASKED = -1.0e30;
+
+bool visible(uint i, uint j) {
+  return i < tq && j < tk && (causal == 0u || int(j) <= int(i) + int(tk) - int(tq));
+}
+
+// Chris Wellons' lowbias32, as in dropout.comp.
+uint mix32(uint v) {
+  v ^= v >> 16;
+  v *= 0x7feb352du;
+  v ^= v >> 15;
+  v *= 0x846ca68bu;
+  v ^= v >> 16;
+  return v;
+}
+
+// Whether dropout keeps probability (i, j) of matrix bh: the hash dropout.comp
+// draws for element [b, h, i, j] of the [B, H, tq, tk] probabilities (row b of
+// the global batch), so the fused and the composed paths drop the same entries.
+bool kept(uint step, uint seed, uint first_row, uint bh, uint i, uint j) {
+  if (threshold == 0u) return true;
+  uint h = mix32(seed ^ 0x9e3779b9u);
+  h = mix32(h ^ step);
+  h = mix32(h ^ key);
+  h = mix32(h ^ (first_row + bh / heads));
+  h = mix32(mix32(h ^ (((bh % heads) * tq + i) * tk + j)) + key);
+  return h >= threshold;
+}

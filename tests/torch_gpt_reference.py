@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""PyTorch's float64 side of tests/tower/test_gpt_torch.cpp.
+
+Usage: torch_gpt_reference.py DIR STEPS. Reads from DIR the initial variables
+(init.<name>.npy, vktower's names with '/' as '.', dense kernels [in, out])
+and each step's batch (tokens.<k>.npy and next.<k>.npy, [B, T] i32); trains
+vkt-gpt's model (samples/vkt_gpt/gpt_model.h) without dropout for STEPS steps
+in float64: AdamW (weight decay 0.1) on the rank-2 variables and Adam on the
+rest, vktower's LearningRate::cosine_decay(0.01, STEPS, 0.1, max(STEPS // 20, 1)),
+each optimizer scaling its gradients by 1 / max(global norm, 1) first, the
+norm taken as vktower takes it (tf.clip_by_global_norm: the token table's
+gradient counted per occurrence of a token, as the rows of its sparse
+gradient). Writes loss.npy and final.<name>.npy."""
+
+import glob
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+def load(directory):
+    p = {}
+    for path in glob.glob(f"{directory}/init.*.npy"):
+        name = os.path.basename(path)[len("init."):-len(".npy")].replace(".", "/")
+        p[name] = torch.from_numpy(np.load(path).astype(np.float64)).requires_grad_(True)
+    return p
+
+
+def layer_norm(p, name, x):
+    return F.layer_norm(x, x.shape[-1:], p[f"{name}/gamma"], p[f"{name}/beta"], eps=1e-5)
+
+
+def dense(p, name, x):
+    return x @ p[f"{name}/kernel"] + p[f"{name}/bias"]
+
+
+def block(p, name, h, heads):
+    b, t, d = h.shape
+    q, k, v = dense(p, f"{name}/attention/qkv", layer_norm(p, f"{name}/ln_1", h)).split(d, -1)
+    q, k, v = (y.reshape(b, t, heads, d // heads).permute(0, 2, 1, 3) for y in (q, k, v))
+    s = (q @ k.transpose(-1, -2)) / math.sqrt(d // heads)
+    s = s.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
+    y = (F.softmax(s, -1) @ v).permute(0, 2, 1, 3).reshape(b, t, d)
+    h = h + dense(p, f"{name}/attention/out", y)
+    inner = F.gelu(dense(p, f"{name}/mlp_in", layer_norm(p, f"{name}/ln_2", h)), approximate="tanh")
+    return h + dense(p, f"{name}/mlp_out", inner)
+
+
+def main():
+    directory, steps = sys.argv[1], int(sys.argv[2])
+    torch.set_default_dtype(torch.float64)
+    p = load(directory)
+    blocks = sorted({n.split("/")[0] for n in p if n.startswith("transformer_block")},
+                    key=lambda n: (len(n), n))
+    heads = 2
+    matrices = [n for n in sorted(p) if p[n].dim() == 2]
+    others = [n for n in sorted(p) if p[n].dim() != 2]
+    adamw = torch.optim.AdamW([p[n] for n in matrices], lr=0.0, weight_decay=0.1)
+    adam = torch.optim.Adam([p[n] for n in others], lr=0.0)
+    warmup = max(steps // 20, 1)
+
+    def rate(step):
+        if step < warmup:
+            return 0.01 * step / warmup
+        s = min(float(step - warmup), float(steps))
+        return 0.01 * (0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * s / steps)))
+
+    losses = []
+    for step in range(steps):
+        tokens = torch.from_numpy(np.load(f"{directory}/tokens.{step}.npy").astype(np.int64))
+        nxt = torch.from_numpy(np.load(f"{directory}/next.{step}.npy").astype(np.int64))
+        rows = p["wte"][tokens]
+        rows.retain_grad()
+        h = rows + p["wpe"]
+        for name in blocks:
+            h = block(p, name, h, heads)
+        logits = dense(p, "lm_head", layer_norm(p, "ln_f", h))
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), nxt.reshape(-1))
+        for t in p.values():
+            t.grad = None
+        loss.backward()
+        for names, opt in ((matrices, adamw), (others, adam)):
+            sq = sum(float((p[n].grad ** 2).sum()) for n in names if n != "wte")
+            if "wte" in names:
+                sq += float((rows.grad ** 2).sum())
+            scale = 1.0 / max(math.sqrt(sq), 1.0)
+            for n in names:
+                p[n].grad.mul_(scale)
+            for g in opt.param_groups:
+                g["lr"] = rate(step)
+            opt.step()
+        losses.append(loss.item())
+    np.save(f"{directory}/loss.npy", np.array(losses))
+    for name, t in p.items():
+        np.save(f"{directory}/final.{name.replace('/', '.')}.npy", t.detach().numpy())
+
+
+if __name__ == "__main__":
+    main()
