@@ -41,6 +41,14 @@ namespace {
 constexpr std::int64_t kBatch = 4, kIn = 5, kHidden = 7, kOut = 3, kRows = 6;
 constexpr int kSteps = 20;
 
+/// The biases' optimizer of GPT-2's recipe, and both calls' clipping norm
+/// (tf.clip_by_global_norm).
+struct BiasOptimizer {
+  std::function<std::unique_ptr<vkt::Optimizer>()> make;
+  RefOptimizer ref;
+  double clip_norm = 0.0;
+};
+
 /// An optimizer under test, its reference, and the reference's learning rate
 /// at each step t = 1, 2, ... (the schedule in double).
 struct Case {
@@ -51,11 +59,8 @@ struct Case {
   std::function<double(std::uint64_t)> lr;
   double initial_slot = 0.0;  // of Adagrad's "sum" and FTRL's "accumulator"
   /// GPT-2's recipe: when set, `make` updates the matrices (the kernels and
-  /// the embedding) and this optimizer the biases, each call clipping its own
-  /// gradients to a global norm of `clip_norm` (tf.clip_by_global_norm).
-  std::function<std::unique_ptr<vkt::Optimizer>()> make_biases{};
-  RefOptimizer ref_biases{};
-  double clip_norm = 0.0;
+  /// the embedding) and this the biases, each call clipping its own gradients.
+  std::shared_ptr<const BiasOptimizer> biases{};
 };
 
 // Hyperparameters as a user writes them (doubles); the reference takes the
@@ -72,7 +77,7 @@ std::vector<Case> cases() {
     const double s = std::min(step - 3.0, 12.0);
     return 0.02 * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(M_PI * s / 12.0)));
   };
-  return {
+  std::vector<Case> all{
       {"sgd",
        "SGD",
        [] { return std::make_unique<vkt::SGD>(0.1); },
@@ -188,22 +193,6 @@ std::vector<Case> cases() {
          const double s = std::min(step - 3.0, 12.0);
          return 0.3 * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(M_PI * s / 12.0)));
        }},
-      {"adam",
-       "GPT-2's AdamW: decay on the matrices only, cosine warm-up, clipping per call",
-       [] {
-         return std::make_unique<vkt::AdamW>(
-             vkt::LearningRate::cosine_decay(0.02, 12, 0.1, 3),
-             vkt::AdamOptions{.weight_decay = 0.1, .clipping = {.global_norm = 0.3f}});
-       },
-       {.kind = "adamw", .weight_decay = 0.1},
-       gpt2_rate,
-       0.0,
-       [] {
-         return std::make_unique<vkt::Adam>(vkt::LearningRate::cosine_decay(0.02, 12, 0.1, 3),
-                                            vkt::AdamOptions{.clipping = {.global_norm = 0.3f}});
-       },
-       {.kind = "adam"},
-       0.3},
       {"ftrl/schedules",
        "RMSprop step_decay",
        [] {
@@ -213,6 +202,24 @@ std::vector<Case> cases() {
        {.kind = "rmsprop", .alpha = 0.9999},
        [](std::uint64_t t) { return 0.004 * std::pow(0.5, static_cast<double>((t - 1) / 7)); }},
   };
+  Case gpt2{"adam",
+            "GPT-2's AdamW: decay on the matrices only, cosine warm-up, clipping per call",
+            [] {
+              return std::make_unique<vkt::AdamW>(
+                  vkt::LearningRate::cosine_decay(0.02, 12, 0.1, 3),
+                  vkt::AdamOptions{.weight_decay = 0.1, .clipping = {.global_norm = 0.3f}});
+            },
+            {.kind = "adamw", .weight_decay = 0.1},
+            gpt2_rate};
+  gpt2.biases = std::make_shared<const BiasOptimizer>(BiasOptimizer{
+      [] {
+        return std::make_unique<vkt::Adam>(vkt::LearningRate::cosine_decay(0.02, 12, 0.1, 3),
+                                           vkt::AdamOptions{.clipping = {.global_norm = 0.3f}});
+      },
+      {.kind = "adam"},
+      0.3});
+  all.push_back(std::move(gpt2));
+  return all;
 }
 
 /// The training data of every step: embedding ids, dense inputs, targets.
@@ -262,13 +269,13 @@ vkt::ModelFn mlp(const Case& c, bool embed) {
     const Tensor h = vkt::tanh(vkt::bias_add(vkt::matmul(x, w1), b1));
     const Tensor loss = vkt::mean_squared_error(l.at("y"), vkt::bias_add(vkt::matmul(h, w2), b2));
     vkt::TowerOptimizer opt(c.make());
-    if (!c.make_biases) {
+    if (!c.biases) {
       return vkt::EstimatorSpec{.mode = mode, .loss = loss, .train_op = opt.minimize(loss)};
     }
     std::vector<Tensor> matrices{w1, w2};
     if (embed) matrices.push_back(*g.find_variable("embedding"));
     opt.minimize(loss, matrices);
-    vkt::TowerOptimizer biases(c.make_biases());
+    vkt::TowerOptimizer biases(c.biases->make());
     return vkt::EstimatorSpec{
         .mode = mode, .loss = loss, .train_op = biases.minimize(loss, std::vector<Tensor>{b1, b2})};
   };
@@ -337,8 +344,8 @@ void ref_gpt2_step(const Case& c, RefMlp& ref, const std::map<std::string, std::
       for (const double x : g.at(name)) sq += x * x;
     }
     const double norm = std::sqrt(sq);
-    if (norm > c.clip_norm) ++gpt2_clipped_calls;
-    return c.clip_norm / std::max(norm, c.clip_norm);
+    if (norm > c.biases->clip_norm) ++gpt2_clipped_calls;
+    return c.biases->clip_norm / std::max(norm, c.biases->clip_norm);
   };
   std::vector<std::string> matrices{"hidden/kernel", "out/kernel"};
   if (embed) matrices.push_back("embedding");
@@ -357,7 +364,7 @@ void ref_gpt2_step(const Case& c, RefMlp& ref, const std::map<std::string, std::
     }
   };
   apply(c.ref, matrices);
-  apply(c.ref_biases, biases);
+  apply(c.biases->ref, biases);
 }
 
 /// Trains `c` on `towers` towers and returns the worst relative error of any
@@ -402,7 +409,7 @@ double worst_error(vkt::Instance& instance, const Case& c, int towers, vkt::Vari
     RefOptimizer opt = c.ref;
     opt.lr = c.lr(t);
     const auto grads = ref.gradients(d.ids[step], d.x[step], d.y[step], embed);
-    if (c.make_biases) {
+    if (c.biases) {
       ref_gpt2_step(c, ref, grads, d.ids[step], embed, t);
       continue;
     }
