@@ -38,7 +38,8 @@ inline Dataset token_windows(std::int64_t windows) {
                   {"next", HostTensor::ints({windows, kTime}, next)}});
 }
 
-/// The GPT: embeddings, two blocks of 2 heads, a final LayerNorm, logits. The
+/// The GPT: embeddings, two blocks of 2 heads (the fused attention kernels,
+/// which Auto leaves to GPUs), a final LayerNorm, logits. The
 /// token table's gradient is sparse (rows), or with `dense_table` dense, as
 /// the Mirrored and RoundRobin modes need.
 inline ModelFn gpt(bool dense_table) {
@@ -50,7 +51,8 @@ inline ModelFn gpt(bool dense_table) {
     Tensor h =
         embedding_lookup(dense_table ? identity(wte) : wte, f.at("tokens")) + wpe;  // [B, T, D]
     for (int layer = 0; layer < 2; ++layer) {
-      h = layers::transformer_block(h, 2, {.dropout = 0.1f});
+      h = layers::transformer_block(h, 2,
+                                    {.dropout = 0.1f, .attention_kernel = AttentionKernel::Fused});
     }
     const Tensor logits = layers::dense(layers::layer_norm(h), kVocab);  // [B, T, V]
     EstimatorSpec spec{.mode = mode, .predictions = {{"logits", logits}}};

@@ -65,23 +65,16 @@ inline vkt::Tensor gpt_logits(vkt::Graph& g, const vkt::Tensor& tokens, const vk
                             vkt::layers::Activation::None, "lm_head");  // [B, T, V]
 }
 
-inline vkt::EstimatorSpec gpt_model(vkt::ModelContext& ctx, const vkt::TensorDict& features,
-                                    const vkt::TensorDict& labels, vkt::Mode mode,
-                                    const vkt::Params& params) {
-  const auto count = [&](const char* key) { return std::get<std::int64_t>(params.at(key)); };
+/// GPT-2's optimizers for `loss`: AdamW (weight decay) on the matrices, Adam
+/// on the biases and norms, both on a cosine schedule after a linear warm-up
+/// and each clipping its gradients to a global norm of 1. Returns the train op.
+inline vkt::Tensor gpt_train_op(vkt::Graph& g, const vkt::Tensor& loss, const vkt::Params& params) {
   const auto real = [&](const char* key) { return std::get<double>(params.at(key)); };
-  vkt::Graph& g = ctx.graph();
-  const vkt::Tensor logits = gpt_logits(g, features.at("tokens"), params);
-  vkt::EstimatorSpec spec{.mode = mode, .predictions = {{"logits", logits}}};
-  if (mode == vkt::Mode::Predict) return spec;
-  spec.loss = vkt::sparse_softmax_cross_entropy(labels.at("next"), logits, vkt::Tensor{},
-                                                vkt::Reduction::Mean);
-  if (mode != vkt::Mode::Train) return spec;
+  const auto steps = static_cast<std::uint64_t>(std::get<std::int64_t>(params.at("steps")));
   std::vector<vkt::Tensor> matrices, others;
   for (const vkt::Variable& v : g.variables()) {
     (v.tensor.shape().rank() == 2 ? matrices : others).push_back(v.tensor);
   }
-  const auto steps = static_cast<std::uint64_t>(count("steps"));
   const vkt::LearningRate lr = vkt::LearningRate::cosine_decay(
       real("learning_rate"), steps, 0.1, std::max<std::uint64_t>(steps / 20, 1));
   const vkt::Clipping clip{.global_norm = 1.0f};
@@ -91,7 +84,20 @@ inline vkt::EstimatorSpec gpt_model(vkt::ModelContext& ctx, const vkt::TensorDic
   });
   vkt::TowerOptimizer adam(
       [=] { return std::make_unique<vkt::Adam>(lr, vkt::AdamOptions{.clipping = clip}); });
-  adamw.minimize(spec.loss, matrices);
-  spec.train_op = adam.minimize(spec.loss, others);
+  adamw.minimize(loss, matrices);
+  return adam.minimize(loss, others);
+}
+
+inline vkt::EstimatorSpec gpt_model(vkt::ModelContext& ctx, const vkt::TensorDict& features,
+                                    const vkt::TensorDict& labels, vkt::Mode mode,
+                                    const vkt::Params& params) {
+  vkt::Graph& g = ctx.graph();
+  const vkt::Tensor logits = gpt_logits(g, features.at("tokens"), params);
+  vkt::EstimatorSpec spec{.mode = mode, .predictions = {{"logits", logits}}};
+  if (mode == vkt::Mode::Predict) return spec;
+  spec.loss = vkt::sparse_softmax_cross_entropy(labels.at("next"), logits, vkt::Tensor{},
+                                                vkt::Reduction::Mean);
+  if (mode != vkt::Mode::Train) return spec;
+  spec.train_op = gpt_train_op(g, spec.loss, params);
   return spec;
 }

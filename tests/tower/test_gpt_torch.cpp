@@ -1,5 +1,5 @@
 // vkt-gpt's model (samples/vkt_gpt/gpt_model.h: token and position
-// embeddings, two pre-LayerNorm blocks with the fused attention, AdamW with
+// embeddings, two pre-LayerNorm blocks, attention fused and composed, AdamW with
 // decay on the matrices and Adam on the rest, a cosine rate after a warm-up,
 // each optimizer clipping its gradients to a global norm of 1) trained 10
 // steps on 1 tower, against PyTorch in float64 from the same initial weights
@@ -35,15 +35,15 @@ namespace {
 constexpr std::int64_t kVocab = 11, kBatch = 4, kTime = 6;
 constexpr int kSteps = 10;
 
-const GptSettings kSettings{.vocab = kVocab,
-                            .context = kTime,
-                            .width = 16,
-                            .layers = 2,
-                            .heads = 2,
-                            .dropout = 0.0,
-                            .learning_rate = 0.01,
-                            .weight_decay = 0.1,
-                            .steps = kSteps};
+const GptSettings kBase{.vocab = kVocab,
+                        .context = kTime,
+                        .width = 16,
+                        .layers = 2,
+                        .heads = 2,
+                        .dropout = 0.0,
+                        .learning_rate = 0.01,
+                        .weight_decay = 0.1,
+                        .steps = kSteps};
 
 /// A batch of tokens [kBatch, kTime] holding every id at least once, and the next tokens.
 std::pair<std::vector<std::int32_t>, std::vector<std::int32_t>> batch_of_step(int step) {
@@ -65,19 +65,24 @@ std::string npy_name(const std::string& prefix, std::string name) {
 
 }  // namespace
 
-TEST_CASE("vkt-gpt's model trained 10 steps on 1 tower matches PyTorch in float64",
-          "[torch][gpt][towers]") {
+TEST_CASE(
+    "vkt-gpt's model trained 10 steps on 1 tower matches PyTorch in float64, fused attention "
+    "and composed",
+    "[torch][gpt][towers]") {
   const std::optional<std::string> python = vkt::test::torch_python();
   if (!python) {
     WARN(vkt::test::kNoTorch);
     return;
   }
+  GptSettings settings = kBase;
+  settings.attention = GENERATE(std::string("fused"), std::string("composed"));
+  INFO("attention " << settings.attention);
   const vkt::test::TempDir dir;
   vkt::Instance instance;
   const auto replicated = vkt::replicate_model_fn(gpt_model, {.devices = {0}});
   vkt::ModelContext root(instance, {{"tokens", {{kBatch, kTime}, vkt::DType::I32}}},
                          {{"next", {{kBatch, kTime}, vkt::DType::I32}}}, {.seed = 3});
-  const vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, to_params(kSettings));
+  const vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, to_params(settings));
 
   std::vector<std::string> names;
   for (const vkt::Tensor& v : spec.run->tower_graph(0).trainable_variables()) {
@@ -116,7 +121,7 @@ TEST_CASE("vkt-gpt's model trained 10 steps on 1 tower matches PyTorch in float6
       // its gradient is 0 but for rounding noise, which Adam scales to whole
       // steps (float32 and float64 noise differ). It changes no output; the
       // query and value biases are compared.
-      const auto d = static_cast<std::ptrdiff_t>(kSettings.width);
+      const auto d = static_cast<std::ptrdiff_t>(settings.width);
       got.erase(got.begin() + d, got.begin() + 2 * d);
       want.erase(want.begin() + d, want.begin() + 2 * d);
       initial.erase(initial.begin() + d, initial.begin() + 2 * d);

@@ -77,7 +77,13 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   // The dropout mask's key: this call's place in its graph, the same in every
   // graph built by the same code, whichever kernel runs.
   const std::uint32_t key = static_cast<std::uint32_t>(g.nodes().size()) * kGolden;
-  if (options.kernel != AttentionKernel::Composed) {
+  // Auto leaves CPU devices the composed path: there shared memory is plain
+  // memory behind scalar loads and each barrier a coroutine switch
+  // (LAVAPIPE.md), which made the fused step 3x slower than the composed one
+  // on lavapipe (vkt-bench-gpt, docs/PERFORMANCE.md).
+  const bool cpu = g.device().info().type == DeviceType::Cpu;
+  if (options.kernel == AttentionKernel::Fused ||
+      (options.kernel == AttentionKernel::Auto && !cpu)) {
     const std::optional<std::uint32_t> tile = ops_detail::fused_attention_tile(g.device(), d);
     const std::int64_t matrices = sq.elements() / (sq[sq.rank() - 2] * d);
     const bool fits = tile && matrices <= 65535 && sq[sq.rank() - 2] <= 65535 * 16;

@@ -18,8 +18,9 @@ Tensor masked_softmax(const Tensor& scores, float scale = 1.0f, bool causal = fa
 
 /// Which kernels compute attention.
 enum class AttentionKernel {
-  /// The fused kernels where the device's shared memory holds their tiles (a
-  /// head dimension up to 256), else the composed ops.
+  /// The fused kernels on GPUs whose shared memory holds their tiles (a head
+  /// dimension up to 256), else the composed ops (always on CPU devices such
+  /// as lavapipe, where shared-memory tiles are slow).
   Auto,
   /// The fused kernels (shaders/attention_*.comp): the scores live a tile at a
   /// time in shared memory, never in global memory; a vkt::Error where the
