@@ -10,7 +10,8 @@ rest, vktower's LearningRate::cosine_decay(0.01, STEPS, 0.1, max(STEPS // 20, 1)
 each optimizer scaling its gradients by 1 / max(global norm, 1) first, the
 norm taken as vktower takes it (tf.clip_by_global_norm: the token table's
 gradient counted per occurrence of a token, as the rows of its sparse
-gradient). Writes loss.npy and final.<name>.npy."""
+gradient; with the weights tied, the table's dense gradient). Writes
+loss.npy and final.<name>.npy."""
 
 import glob
 import math
@@ -57,6 +58,9 @@ def main():
     blocks = sorted({n.split("/")[0] for n in p if n.startswith("transformer_block")},
                     key=lambda n: (len(n), n))
     heads = 2
+    # Tied: the logits read the token table (no lm_head/kernel), whose gradient
+    # is then dense in vktower too (the lookup's rows scattered into it).
+    tied = "lm_head/kernel" not in p
     matrices = [n for n in sorted(p) if p[n].dim() == 2]
     others = [n for n in sorted(p) if p[n].dim() != 2]
     adamw = torch.optim.AdamW([p[n] for n in matrices], lr=0.0, weight_decay=0.1)
@@ -78,14 +82,18 @@ def main():
         h = rows + p["wpe"]
         for name in blocks:
             h = block(p, name, h, heads)
-        logits = dense(p, "lm_head", layer_norm(p, "ln_f", h))
+        features = layer_norm(p, "ln_f", h)
+        if tied:
+            logits = features @ p["wte"].t() + p["lm_head/bias"]
+        else:
+            logits = dense(p, "lm_head", features)
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), nxt.reshape(-1))
         for t in p.values():
             t.grad = None
         loss.backward()
         for names, opt in ((matrices, adamw), (others, adam)):
-            sq = sum(float((p[n].grad ** 2).sum()) for n in names if n != "wte")
-            if "wte" in names:
+            sq = sum(float((p[n].grad ** 2).sum()) for n in names if n != "wte" or tied)
+            if "wte" in names and not tied:
                 sq += float((rows.grad ** 2).sum())
             scale = 1.0 / max(math.sqrt(sq), 1.0)
             for n in names:

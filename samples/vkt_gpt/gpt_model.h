@@ -10,6 +10,8 @@
 #include <vktower/runtime/graph/ops/embedding.h>
 #include <vktower/runtime/graph/ops/layers.h>
 #include <vktower/runtime/graph/ops/losses.h>
+#include <vktower/runtime/graph/ops/matmul.h>
+#include <vktower/runtime/graph/ops/shape_ops.h>
 #include <vktower/tower/model_fn.h>
 #include <algorithm>
 #include <cstdint>
@@ -25,6 +27,9 @@ struct GptSettings {
   double dropout = 0.1, learning_rate = 3e-3, weight_decay = 0.1;
   std::uint64_t steps = 300;       ///< the cosine's length
   std::string attention = "auto";  ///< the attention kernel: auto, fused or composed
+  /// GPT-2's weight tying: the logits are the final features times the token
+  /// table (transposed), which then takes the gradients of both uses, summed.
+  bool tie_weights = false;
 };
 
 /// vkt-gpt's --attention value as the kernel choice.
@@ -44,7 +49,8 @@ inline vkt::Params to_params(const GptSettings& s) {
           {"learning_rate", s.learning_rate},
           {"weight_decay", s.weight_decay},
           {"steps", static_cast<std::int64_t>(s.steps)},
-          {"attention", s.attention}};
+          {"attention", s.attention},
+          {"tie_weights", s.tie_weights}};
 }
 
 /// The logits [B, T, vocab] of tokens [B, T] (i32), the variables made in `g`
@@ -61,8 +67,15 @@ inline vkt::Tensor gpt_logits(vkt::Graph& g, const vkt::Tensor& tokens, const vk
   for (std::int64_t l = 0; l < count("layers"); ++l) {
     h = vkt::layers::transformer_block(h, static_cast<int>(count("heads")), block);
   }
-  return vkt::layers::dense(vkt::layers::layer_norm(h, 1e-5f, "ln_f"), vocab,
-                            vkt::layers::Activation::None, "lm_head");  // [B, T, V]
+  h = vkt::layers::layer_norm(h, 1e-5f, "ln_f");
+  if (!std::get<bool>(params.at("tie_weights"))) {
+    return vkt::layers::dense(h, vocab, vkt::layers::Activation::None, "lm_head");  // [B, T, V]
+  }
+  const vkt::Tensor bias = g.variable("lm_head/bias", {vocab});
+  const vkt::Shape s = h.shape();  // [B, T, D]
+  const vkt::Tensor rows = vkt::reshape(h, vkt::Shape{s[0] * s[1], s[2]});
+  const vkt::Tensor logits = vkt::bias_add(vkt::matmul(rows, wte, false, true), bias);  // wte again
+  return vkt::reshape(logits, vkt::Shape{s[0], s[1], vocab});                           // [B, T, V]
 }
 
 /// GPT-2's optimizers for `loss`: AdamW (weight decay) on the matrices, Adam

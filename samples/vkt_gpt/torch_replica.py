@@ -115,18 +115,24 @@ class Block(nn.Module):
 
 
 class Gpt(nn.Module):
-    def __init__(self, vocab, context, width, layers, heads, dropout):
+    def __init__(self, vocab, context, width, layers, heads, dropout, tie_weights=False):
         super().__init__()
+        self.tie_weights = tie_weights
         self.wte = nn.Parameter(torch.randn(vocab, width) * 0.02)
         self.wpe = nn.Parameter(torch.randn(context, width) * 0.01)
         self.blocks = nn.ModuleList(Block(width, heads, dropout) for _ in range(layers))
         self.ln_f = nn.LayerNorm(width, eps=1e-5)
-        self.lm_head = dense(width, vocab)
+        if tie_weights:  # vkt-gpt --tie-weights: the token table, and a bias
+            self.lm_bias = nn.Parameter(torch.zeros(vocab))
+        else:
+            self.lm_head = dense(width, vocab)
 
     def forward(self, tokens):
         h = self.wte[tokens] + self.wpe
         for block in self.blocks:
             h = block(h)
+        if self.tie_weights:
+            return self.ln_f(h) @ self.wte.t() + self.lm_bias
         return self.lm_head(self.ln_f(h))
 
 
@@ -179,6 +185,7 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data", default="/usr/share/games/fortunes")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--tie-weights", action="store_true")
     a = p.parse_args()
     if a.width % a.heads:
         p.error(f"--heads {a.heads} does not divide --width {a.width}")
@@ -196,7 +203,7 @@ def main():
     print(f"{len(text)} characters of {files} files ({len(vocab)} distinct); {n_train} training "
           f"and {val_tokens.shape[0]} validation windows of {a.context}", flush=True)
 
-    model = Gpt(len(vocab), a.context, a.width, a.layers, a.heads, a.dropout)
+    model = Gpt(len(vocab), a.context, a.width, a.layers, a.heads, a.dropout, a.tie_weights)
     matrices = [q for q in model.parameters() if q.dim() == 2]
     others = [q for q in model.parameters() if q.dim() != 2]
     adamw = torch.optim.AdamW(matrices, lr=0.0, betas=(0.9, 0.999), eps=1e-8,

@@ -139,6 +139,8 @@ int main(int argc, char** argv) {
                  "matmul) or auto (fused where the device's shared memory holds its tiles)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "fused", "composed"}));
+  app.add_flag("--tie-weights", model.tie_weights,
+               "GPT-2's weight tying: the logits use the token table (no separate output matrix)");
   app.add_option("--learning-rate", model.learning_rate,
                  "the peak rate (linear warm-up over 5% of the steps, then cosine to 10%)")
       ->capture_default_str()

@@ -6,7 +6,9 @@
 // on the same batches (tests/torch_gpt_reference.py): every step's loss and
 // every variable within 1e-4 (norm-wise relative). Dropout is off (the masks
 // are drawn differently). Every batch holds every token, so the token table's
-// lazy update touches every row, as PyTorch's dense one does. Skipped, with a
+// lazy update touches every row, as PyTorch's dense one does; tied, the
+// table's gradient is the lookup's rows and the logits' product summed, dense.
+// Skipped, with a
 // warning, where no python3 imports torch.
 #include <catch2/catch.hpp>
 
@@ -17,6 +19,8 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <vktower/runtime/io/npy.h>
@@ -66,8 +70,8 @@ std::string npy_name(const std::string& prefix, std::string name) {
 }  // namespace
 
 TEST_CASE(
-    "vkt-gpt's model trained 10 steps on 1 tower matches PyTorch in float64, fused attention "
-    "and composed",
+    "vkt-gpt's model trained 10 steps on 1 tower matches PyTorch in float64: fused attention, "
+    "composed, and with the weights tied",
     "[torch][gpt][towers]") {
   const std::optional<std::string> python = vkt::test::torch_python();
   if (!python) {
@@ -75,8 +79,10 @@ TEST_CASE(
     return;
   }
   GptSettings settings = kBase;
-  settings.attention = GENERATE(std::string("fused"), std::string("composed"));
-  INFO("attention " << settings.attention);
+  std::tie(settings.attention, settings.tie_weights) = GENERATE(
+      std::pair<std::string, bool>{"fused", false}, std::pair<std::string, bool>{"composed", false},
+      std::pair<std::string, bool>{"fused", true});
+  INFO("attention " << settings.attention << ", tied weights " << settings.tie_weights);
   const vkt::test::TempDir dir;
   vkt::Instance instance;
   const auto replicated = vkt::replicate_model_fn(gpt_model, {.devices = {0}});
@@ -90,7 +96,8 @@ TEST_CASE(
     vkt::write_npy((dir.path / npy_name("init", v.name())).string(), v.shape().dims(),
                    spec.run->variable(v.name()));
   }
-  REQUIRE(names.size() == 2 + 2 * 12 + 4);  // wte, wpe; 12 per block; ln_f, lm_head
+  // wte, wpe; 12 per block; ln_f; lm_head's kernel (unless tied) and bias
+  REQUIRE(names.size() == (settings.tie_weights ? 29u : 30u));
   std::vector<float> losses;
   for (int step = 0; step < kSteps; ++step) {
     const auto [tokens, next] = batch_of_step(step);
