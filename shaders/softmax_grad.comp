@@ -16,6 +16,7 @@ layout(push_constant) uniform Params {
   uint rows;
   uint len;
   uint inner;
+  float scale;  // of the forward's input: dx is the gradient wrt x of softmax(scale * x)
 };
 
 void main() {
@@ -29,6 +30,6 @@ void main() {
   }
   for (uint k = 0; k < len; ++k) {
     uint i = base + k * inner;
-    dx[i] = OP == 0 ? y[i] * (dy[i] - s) : dy[i] - exp(y[i]) * s;
+    dx[i] = scale * (OP == 0 ? y[i] * (dy[i] - s) : dy[i] - exp(y[i]) * s);
   }
 }

@@ -13,6 +13,7 @@ layout(std430, binding = 2) writeonly buffer DX { float dx[]; };
 layout(push_constant) uniform Params {
   uint rows;
   uint len;
+  float scale;  // of the forward's input: dx is the gradient wrt x of softmax(scale * x)
 };
 
 #include "row_tree.glsl"
@@ -29,6 +30,6 @@ void main() {
   s = row_sum(s);
   for (uint k = lane; k < len; k += ROW_LANES) {
     uint i = base + k;
-    dx[i] = OP == 0 ? y[i] * (dy[i] - s) : dy[i] - exp(y[i]) * s;
+    dx[i] = scale * (OP == 0 ? y[i] * (dy[i] - s) : dy[i] - exp(y[i]) * s);
   }
 }

@@ -32,6 +32,10 @@ Tensor masked_softmax(const Tensor& scores, float scale, bool causal, const Tens
   if (causal && s.rank() < 2) {
     throw Error(fmt::format("{}: a causal mask needs [..., queries, keys] scores", what));
   }
+  // Without a mask tensor the scale and the causal mask are the softmax
+  // kernel's own (one pass over the scores, one back); a mask tensor takes a
+  // select after the scale.
+  if (!mask.valid()) return ops_detail::scaled_causal_softmax(scores, scale, causal);
   Graph& g = scores.graph();
   Tensor x = scale == 1.0f ? scores : scores * scale;
   const Tensor masked = g.scalar(-INFINITY);

@@ -32,40 +32,57 @@ RowPush rows_around(const Shape& shape, int axis) {
 using ops_detail::kRowKernelLen;
 using ops_detail::kRowLanes;
 
-struct RowsPush {
-  std::uint32_t rows, len;
-};
-
 bool row_kernel(const RowPush& p) {
   return p.inner == 1 && p.len >= kRowKernelLen;
 }
 
-/// `shader` (softmax_rows or its gradient) with one workgroup per row.
-void dispatch_rows(RecordContext& ctx, const char* shader, SoftmaxKind kind, const RowPush& p,
-                   std::initializer_list<BufferRange> buffers) {
-  const Kernel& kernel =
-      ctx.device().kernel({.shader = shader,
-                           .local_size = {kRowLanes, 1, 1},
-                           .constants = {SpecConstant::u32(1, static_cast<std::uint32_t>(kind))}});
-  ops_detail::dispatch_1d(ctx, kernel, buffers, RowsPush{p.rows, p.len},
-                          std::int64_t{p.rows} * kRowLanes);
+/// What the forward reads besides x: softmax(scale * x), masked causally
+/// when queries > 0 (attention's scores [..., queries, keys]).
+struct SoftmaxInput {
+  float scale = 1.0f;
+  std::uint32_t queries = 0;
+};
+
+/// The kernel of `shader` (a softmax kernel) for `kind`; the row kernels' workgroup is kRowLanes.
+const Kernel& softmax_kernel(RecordContext& ctx, const char* shader, SoftmaxKind kind, bool rows) {
+  if (!rows) return ops_detail::kernel_1d(ctx, shader, static_cast<std::uint32_t>(kind));
+  return ctx.device().kernel(
+      {.shader = shader,
+       .local_size = {kRowLanes, 1, 1},
+       .constants = {SpecConstant::u32(1, static_cast<std::uint32_t>(kind))}});
+}
+
+/// Invocations of a dispatch: one workgroup per row, or one invocation per row.
+std::int64_t threads(const RowPush& p, bool rows) {
+  return rows ? std::int64_t{p.rows} * kRowLanes : std::int64_t{p.rows};
 }
 
 class SoftmaxGradOp final : public Op {
  public:
-  SoftmaxGradOp(SoftmaxKind kind, int axis) : kind_(kind), axis_(axis) {}
+  SoftmaxGradOp(SoftmaxKind kind, int axis, float scale)
+      : kind_(kind), axis_(axis), scale_(scale) {}
   std::string type() const override {
     return kind_ == SoftmaxKind::Softmax ? "softmax_grad" : "log_softmax_grad";
   }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
-    const RowPush push = rows_around(out.shape(), axis_);
-    if (row_kernel(push)) {
-      return dispatch_rows(ctx, "softmax_rows_grad", kind_, push,
-                           {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(out)});
+    const RowPush p = rows_around(out.shape(), axis_);
+    const bool rows = row_kernel(p);
+    const std::initializer_list<BufferRange> buffers{ctx.buffer(in[0]), ctx.buffer(in[1]),
+                                                     ctx.buffer(out)};
+    const Kernel& kernel =
+        softmax_kernel(ctx, rows ? "softmax_rows_grad" : "softmax_grad", kind_, rows);
+    if (rows) {
+      struct {
+        std::uint32_t rows, len;
+        float scale;
+      } push{p.rows, p.len, scale_};
+      return ops_detail::dispatch_1d(ctx, kernel, buffers, push, threads(p, rows));
     }
-    ops_detail::dispatch_1d(
-        ctx, ops_detail::kernel_1d(ctx, "softmax_grad", static_cast<std::uint32_t>(kind_)),
-        {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(out)}, push, push.rows);
+    struct {
+      std::uint32_t rows, len, inner;
+      float scale;
+    } push{p.rows, p.len, p.inner, scale_};
+    ops_detail::dispatch_1d(ctx, kernel, buffers, push, threads(p, rows));
   }
   std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor&,
                                  const Tensor&) const override {
@@ -75,33 +92,48 @@ class SoftmaxGradOp final : public Op {
  private:
   SoftmaxKind kind_;
   int axis_;
+  float scale_;
 };
 
 class SoftmaxOp final : public Op {
  public:
-  SoftmaxOp(SoftmaxKind kind, int axis) : kind_(kind), axis_(axis) {}
+  SoftmaxOp(SoftmaxKind kind, int axis, SoftmaxInput input = {})
+      : kind_(kind), axis_(axis), input_(input) {}
   std::string type() const override {
+    if (input_.queries > 0 || input_.scale != 1.0f) return "masked_softmax";
     return kind_ == SoftmaxKind::Softmax ? "softmax" : "log_softmax";
   }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
-    const RowPush push = rows_around(out.shape(), axis_);
-    if (row_kernel(push)) {
-      return dispatch_rows(ctx, "softmax_rows", kind_, push, {ctx.buffer(in[0]), ctx.buffer(out)});
+    const RowPush p = rows_around(out.shape(), axis_);
+    const bool rows = row_kernel(p);
+    const std::initializer_list<BufferRange> buffers{ctx.buffer(in[0]), ctx.buffer(out)};
+    const Kernel& kernel = softmax_kernel(ctx, rows ? "softmax_rows" : "softmax", kind_, rows);
+    if (rows) {
+      struct {
+        std::uint32_t rows, len;
+        float scale;
+        std::uint32_t queries;
+      } push{p.rows, p.len, input_.scale, input_.queries};
+      return ops_detail::dispatch_1d(ctx, kernel, buffers, push, threads(p, rows));
     }
-    ops_detail::dispatch_1d(
-        ctx, ops_detail::kernel_1d(ctx, "softmax", static_cast<std::uint32_t>(kind_)),
-        {ctx.buffer(in[0]), ctx.buffer(out)}, push, push.rows);
+    struct {
+      std::uint32_t rows, len, inner;
+      float scale;
+      std::uint32_t queries;
+    } push{p.rows, p.len, p.inner, input_.scale, input_.queries};
+    ops_detail::dispatch_1d(ctx, kernel, buffers, push, threads(p, rows));
   }
   // Both backward formulas need only the forward output, not x.
   std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor& out,
                                  const Tensor& dy) const override {
-    return {Gradient{out.graph().add_node(std::make_unique<SoftmaxGradOp>(kind_, axis_), {out, dy},
-                                          out.shape())}};
+    return {Gradient{out.graph().add_node(
+        std::make_unique<SoftmaxGradOp>(kind_, axis_, input_.scale), {out, dy}, out.shape())}};
   }
 
  private:
   SoftmaxKind kind_;
   int axis_;
+  SoftmaxInput input_;
 };
 
 class ArgmaxOp final : public Op {
@@ -179,6 +211,19 @@ Tensor softmax(const Tensor& x, int axis) {
 Tensor log_softmax(const Tensor& x, int axis) {
   return softmax_like(SoftmaxKind::LogSoftmax, x, axis);
 }
+
+namespace ops_detail {
+
+Tensor scaled_causal_softmax(const Tensor& scores, float scale, bool causal) {
+  const int a = checked_axis(scores, -1, "masked_softmax");
+  const Shape& s = scores.shape();
+  const std::uint32_t queries = causal ? static_cast<std::uint32_t>(s[s.rank() - 2]) : 0u;
+  return scores.graph().add_node(
+      std::make_unique<SoftmaxOp>(SoftmaxKind::Softmax, a, SoftmaxInput{scale, queries}), {scores},
+      s);
+}
+
+}  // namespace ops_detail
 
 Tensor argmax(const Tensor& x, int axis) {
   const int a = checked_axis(x, axis, "argmax");

@@ -26,4 +26,13 @@ Tensor argmax(const Tensor& x, int axis = -1);
 /// gives a row of `off` only, as in TensorFlow. No gradient.
 Tensor one_hot(const Tensor& indices, std::int64_t depth, float on = 1.0f, float off = 0.0f);
 
+namespace ops_detail {
+
+/// softmax(scale * scores) over the last axis in one kernel, key j of query i
+/// masked (0) when `causal` and j > i + Tk - Tq, for scores [..., Tq, Tk]
+/// (masked_softmax without a mask tensor). Gradient in one kernel too.
+Tensor scaled_causal_softmax(const Tensor& scores, float scale, bool causal);
+
+}  // namespace ops_detail
+
 }  // namespace vkt
