@@ -10,7 +10,11 @@ with a fused qkv projection, tanh GELU, dropout on the attention probabilities
 and both residual branches; embeddings normal(0, 0.02) and normal(0, 0.01),
 Glorot-uniform kernels and zero biases as vktower's dense), AdamW (weight decay
 0.1) on the matrices and Adam on the rest, each clipping its own gradients to a
-global norm of 1, and vktower's LearningRate::cosine_decay (linear warm-up from
+global norm of 1 as vktower clips (scale 1 / max(norm, 1)), the token table
+updated as vktower updates a sparse gradient (its rows in the batch only:
+their moments and weight decay, the untouched rows left alone, and its norm
+counted per occurrence of a token; unless the weights are tied, when the
+table's gradient is dense on both sides), and vktower's LearningRate::cosine_decay (linear warm-up from
 0 over max(steps // 20, 1) steps, counted from global step 0, then a cosine to
 alpha = 0.1 over `steps` steps after the warm-up). Validation: the first
 eval-batches x batch-size validation windows, in order. Its initial weights and
@@ -128,7 +132,10 @@ class Gpt(nn.Module):
             self.lm_head = dense(width, vocab)
 
     def forward(self, tokens):
-        h = self.wte[tokens] + self.wpe
+        self.rows = self.wte[tokens]  # the lookup's rows: vktower's sparse gradient
+        if self.rows.requires_grad:
+            self.rows.retain_grad()
+        h = self.rows + self.wpe
         for block in self.blocks:
             h = block(h)
         if self.tie_weights:
@@ -145,6 +152,46 @@ def cosine_decay(rate, decay_steps, alpha, warmup_steps):
         s = min(float(step - warmup_steps), float(decay_steps))
         return rate * (alpha + (1.0 - alpha) * 0.5 * (1.0 + math.cos(math.pi * s / decay_steps)))
     return at
+
+
+@torch.no_grad()
+def clip(params, rows_grad=None, table=None):
+    """vktower's Clipping::global_norm = 1 of one optimizer call: every
+    gradient scaled by 1 / max(norm, 1), the norm over the dense gradients and,
+    for the sparse token table, its rows as the lookup gave them (a token
+    counted as often as it occurs, as tf.clip_by_global_norm on IndexedSlices)."""
+    sq = sum(float((q.grad ** 2).sum()) for q in params)
+    if rows_grad is not None:
+        sq += float((rows_grad ** 2).sum())
+    scale = 1.0 / max(math.sqrt(sq), 1.0)
+    for q in params:
+        q.grad.mul_(scale)
+    if table is not None:
+        table.param.grad.mul_(scale)
+
+
+class LazyAdamW:
+    """vktower's AdamW on a sparse gradient (optimizer.h): only the rows named
+    in the batch change, parameters and moments; the step count and bias
+    corrections are the global step's."""
+
+    def __init__(self, param, weight_decay, betas=(0.9, 0.999), eps=1e-8):
+        self.param, self.wd, self.betas, self.eps = param, weight_decay, betas, eps
+        self.m = torch.zeros_like(param)
+        self.v = torch.zeros_like(param)
+
+    @torch.no_grad()
+    def step(self, tokens, lr, t):
+        rows = torch.unique(tokens)
+        g = self.param.grad[rows]  # duplicates already summed by the dense gradient
+        b1, b2 = self.betas
+        p = self.param[rows] * (1.0 - lr * self.wd)
+        m = self.m[rows].mul_(b1).add_(g, alpha=1.0 - b1)
+        v = self.v[rows].mul_(b2).addcmul_(g, g, value=1.0 - b2)
+        denom = (v / (1.0 - b2 ** t)).sqrt_().add_(self.eps)
+        self.param[rows] = p - lr / (1.0 - b1 ** t) * m / denom
+        self.m[rows], self.v[rows] = m, v
+        self.param.grad = None
 
 
 def loss_of(model, tokens, nxt):
@@ -204,10 +251,12 @@ def main():
           f"and {val_tokens.shape[0]} validation windows of {a.context}", flush=True)
 
     model = Gpt(len(vocab), a.context, a.width, a.layers, a.heads, a.dropout, a.tie_weights)
-    matrices = [q for q in model.parameters() if q.dim() == 2]
+    lazy = not a.tie_weights  # the token table's gradient is sparse in vktower
+    matrices = [q for q in model.parameters() if q.dim() == 2 and not (lazy and q is model.wte)]
     others = [q for q in model.parameters() if q.dim() != 2]
     adamw = torch.optim.AdamW(matrices, lr=0.0, betas=(0.9, 0.999), eps=1e-8,
                               weight_decay=a.weight_decay)
+    table = LazyAdamW(model.wte, a.weight_decay) if lazy else None
     adam = torch.optim.Adam(others, lr=0.0, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
     lr = cosine_decay(a.learning_rate, a.steps, 0.1, max(a.steps // 20, 1))
 
@@ -225,14 +274,16 @@ def main():
         adamw.zero_grad(set_to_none=True)
         adam.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(matrices, 1.0)
-        torch.nn.utils.clip_grad_norm_(others, 1.0)
+        clip(matrices, model.rows.grad if lazy else None, table)
+        clip(others)
         rate = lr(step)
         for opt in (adamw, adam):
             for g in opt.param_groups:
                 g["lr"] = rate
         adamw.step()
         adam.step()
+        if lazy:
+            table.step(train_tokens[rows], rate, step + 1)
         done = step + 1
         if done % a.eval_every == 0 or done == a.steps:
             val_loss = evaluate(model, val_tokens, val_next, a.batch_size, a.eval_batches)
