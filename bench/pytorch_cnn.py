@@ -6,11 +6,9 @@ OpenMP pool and OpenBLAS's threads do not spin against each other on 2 cores)
 and reads the `key=value` lines it prints."""
 
 import argparse
-import os
 import sys
-import time
 
-from torch_blas import openblas_core
+from torch_blas import print_run_facts, timed_steps
 
 
 def model(torch, args, classes):
@@ -60,10 +58,6 @@ def main():
     x = torch.rand(args.batch, 1, 28, 28, device=device)
     y = torch.randint(0, 10, (args.batch,), device=device)
 
-    def sync():
-        if args.device == "cuda":
-            torch.cuda.synchronize()
-
     def step():
         adam.zero_grad()
         loss = loss_fn(net(x), y)
@@ -71,22 +65,8 @@ def main():
         adam.step()
         return loss
 
-    for _ in range(args.warmup):
-        step()
-    sync()
-    start = time.perf_counter()
-    for _ in range(args.steps):
-        step()
-    sync()
-    seconds = time.perf_counter() - start
-    print(f"torch_version={torch.__version__}")
-    print(f"torch_device={args.device}")
-    if args.device == "cuda":
-        print(f"torch_gpu={torch.cuda.get_device_name(0)}")
-    print(f"torch_threads={torch.get_num_threads()}")
-    print(f"omp_wait_policy={os.environ.get('OMP_WAIT_POLICY', 'unset')}")
-    print(f"openblas_coretype_env={os.environ.get('OPENBLAS_CORETYPE', 'unset')}")
-    print(f"openblas_core={openblas_core()}")
+    seconds = timed_steps(torch, args.device, step, args.warmup, args.steps)
+    print_run_facts(torch, args.device)
     print(f"mkldnn={torch.backends.mkldnn.is_available()}")
     print(f"pytorch_examples_per_s={args.batch * args.steps / seconds:.1f}")
 

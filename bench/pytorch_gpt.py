@@ -9,9 +9,8 @@ sequences, pytorch_tokens_per_s tokens."""
 import argparse
 import os
 import sys
-import time
 
-from torch_blas import openblas_core
+from torch_blas import print_run_facts, timed_steps
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "samples", "vkt_gpt"))
@@ -50,10 +49,6 @@ def main():
     tokens = torch.randint(0, args.vocab, (args.batch, args.context), device=device)
     nxt = torch.randint(0, args.vocab, (args.batch, args.context), device=device)
 
-    def sync():
-        if args.device == "cuda":
-            torch.cuda.synchronize()
-
     def step():
         logits = model(tokens)
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, args.vocab), nxt.reshape(-1))
@@ -65,22 +60,8 @@ def main():
         adamw.step()
         adam.step()
 
-    for _ in range(args.warmup):
-        step()
-    sync()
-    start = time.perf_counter()
-    for _ in range(args.steps):
-        step()
-    sync()
-    seconds = time.perf_counter() - start
-    print(f"torch_version={torch.__version__}")
-    print(f"torch_device={args.device}")
-    if args.device == "cuda":
-        print(f"torch_gpu={torch.cuda.get_device_name(0)}")
-    print(f"torch_threads={torch.get_num_threads()}")
-    print(f"omp_wait_policy={os.environ.get('OMP_WAIT_POLICY', 'unset')}")
-    print(f"openblas_coretype_env={os.environ.get('OPENBLAS_CORETYPE', 'unset')}")
-    print(f"openblas_core={openblas_core()}")
+    seconds = timed_steps(torch, args.device, step, args.warmup, args.steps)
+    print_run_facts(torch, args.device)
     print(f"pytorch_examples_per_s={args.batch * args.steps / seconds:.2f}")
     print(f"pytorch_tokens_per_s={args.batch * args.context * args.steps / seconds:.1f}")
 

@@ -1,7 +1,11 @@
-"""What the PyTorch reference scripts (bench/pytorch_*.py) share: which
-OpenBLAS kernel set torch loaded, so that a ratio names what it was against."""
+"""What the PyTorch reference scripts (bench/pytorch_*.py) share: timing a
+training step, and the facts of the run (which OpenBLAS kernel set torch
+loaded, the threads, the GPU) printed as key=value lines, so that a ratio
+names what it was against."""
 
 import ctypes
+import os
+import time
 
 
 def openblas_core():
@@ -16,3 +20,31 @@ def openblas_core():
         except (OSError, AttributeError):
             continue
     return "none loaded (torch uses another BLAS)"
+
+
+def timed_steps(torch, device, step, warmup, steps):
+    """Seconds that `steps` calls of `step` take after `warmup` untimed ones,
+    waiting for the GPU at both ends on CUDA."""
+    def sync():
+        if device == "cuda":
+            torch.cuda.synchronize()
+    for _ in range(warmup):
+        step()
+    sync()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    sync()
+    return time.perf_counter() - start
+
+
+def print_run_facts(torch, device):
+    """torch's version, the device (and GPU), threads and BLAS, as key=value lines."""
+    print(f"torch_version={torch.__version__}")
+    print(f"torch_device={device}")
+    if device == "cuda":
+        print(f"torch_gpu={torch.cuda.get_device_name(0)}")
+    print(f"torch_threads={torch.get_num_threads()}")
+    print(f"omp_wait_policy={os.environ.get('OMP_WAIT_POLICY', 'unset')}")
+    print(f"openblas_coretype_env={os.environ.get('OPENBLAS_CORETYPE', 'unset')}")
+    print(f"openblas_core={openblas_core()}")

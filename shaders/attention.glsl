@@ -30,25 +30,14 @@ bool visible(uint i, uint j) {
   return i < tq && j < tk && (causal == 0u || int(j) <= int(i) + int(tk) - int(tq));
 }
 
-// Chris Wellons' lowbias32, as in dropout.comp.
-uint mix32(uint v) {
-  v ^= v >> 16;
-  v *= 0x7feb352du;
-  v ^= v >> 15;
-  v *= 0x846ca68bu;
-  v ^= v >> 16;
-  return v;
-}
+#include "dropout_hash.glsl"
 
 // Whether dropout keeps probability (i, j) of matrix bh: the hash dropout.comp
 // draws for element [b, h, i, j] of the [B, H, tq, tk] probabilities (row b of
 // the global batch), so the fused and the composed paths drop the same entries.
 bool kept(uint step, uint seed, uint first_row, uint bh, uint i, uint j) {
   if (threshold == 0u) return true;
-  uint h = mix32(seed ^ 0x9e3779b9u);
-  h = mix32(h ^ step);
-  h = mix32(h ^ key);
-  h = mix32(h ^ (first_row + bh / heads));
-  h = mix32(mix32(h ^ (((bh % heads) * tq + i) * tk + j)) + key);
+  const uint h =
+      dropout_hash(seed, step, key, first_row + bh / heads, ((bh % heads) * tq + i) * tk + j);
   return h >= threshold;
 }

@@ -12,6 +12,7 @@
 // probability 1 - rate.
 layout(local_size_x_id = 0) in;
 #include "index.glsl"
+#include "dropout_hash.glsl"
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer Step { uint step_params[]; };  // step, seed, first row
@@ -24,23 +25,10 @@ layout(push_constant) uniform Params {
   uint row_elements;  // elements of x per row (x's size over dimension 0)
 };
 
-// Chris Wellons' "lowbias32" integer hash: full avalanche, cheap.
-uint mix32(uint v) {
-  v ^= v >> 16;
-  v *= 0x7feb352du;
-  v ^= v >> 15;
-  v *= 0x846ca68bu;
-  v ^= v >> 16;
-  return v;
-}
-
 void main() {
   uint i = linear_index();
   if (i >= n) return;
-  uint h = mix32(step_params[1] ^ 0x9e3779b9u);
-  h = mix32(h ^ step_params[0]);
-  h = mix32(h ^ key);
-  h = mix32(h ^ (step_params[2] + i / row_elements));
-  h = mix32(mix32(h ^ (i % row_elements)) + key);
+  const uint h = dropout_hash(step_params[1], step_params[0], key, step_params[2] + i / row_elements,
+                              i % row_elements);
   o[i] = h >= threshold ? x[i] * scale : 0.0;
 }

@@ -132,9 +132,8 @@ TEST_CASE("a CNN with batch norm trained by Adam on 1 tower matches PyTorch in f
     losses.push_back(spec.run->loss());
   }
 
-  const std::filesystem::path script = vkt::test::source_dir() / "tests" / "torch_cnn_reference.py";
-  const std::string command = "'" + *python + "' '" + script.string() + "' '" + dir.path.string() +
-                              "' " + std::to_string(kSteps);
+  const std::string command =
+      vkt::test::torch_reference_command(*python, "torch_cnn_reference.py", dir.path, kSteps);
   INFO(command);
   REQUIRE(std::system(command.c_str()) == 0);
 

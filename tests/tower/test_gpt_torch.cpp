@@ -110,9 +110,8 @@ TEST_CASE(
     losses.push_back(spec.run->loss());
   }
 
-  const std::filesystem::path script = vkt::test::source_dir() / "tests" / "torch_gpt_reference.py";
-  const std::string command = "'" + *python + "' '" + script.string() + "' '" + dir.path.string() +
-                              "' " + std::to_string(kSteps);
+  const std::string command =
+      vkt::test::torch_reference_command(*python, "torch_gpt_reference.py", dir.path, kSteps);
   INFO(command);
   REQUIRE(std::system(command.c_str()) == 0);
 

@@ -92,36 +92,26 @@ std::vector<BufferRange> buffers(RecordContext& ctx, std::span<const Tensor> in,
   return b;
 }
 
-/// Gradient of q (attention_bwd_q.comp): inputs q, k, v, the forward's output
-/// and its gradient.
-class AttentionGradQOp final : public AttentionKernelOp {
+/// A gradient kernel: q's (attention_bwd_q.comp, over blocks of queries), or
+/// k's and v's one after the other in one flat output (attention_bwd_kv.comp,
+/// over blocks of keys). Inputs q, k, v, the forward's output and its gradient.
+class AttentionGradOp final : public AttentionKernelOp {
  public:
-  using AttentionKernelOp::AttentionKernelOp;
-  std::string type() const override { return "attention_grad_q"; }
+  AttentionGradOp(FusedAttentionParams params, std::uint32_t tile, bool kv)
+      : AttentionKernelOp(params, tile), kv_(kv) {}
+  std::string type() const override { return kv_ ? "attention_grad_kv" : "attention_grad_q"; }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const Geometry g = geometry(in[0].shape(), in[1].shape());
-    dispatch(ctx, "attention_bwd_q", buffers(ctx, in, {in[3], in[4], out}), g, g.tq);
+    dispatch(ctx, kv_ ? "attention_bwd_kv" : "attention_bwd_q",
+             buffers(ctx, in, {in[3], in[4], out}), g, kv_ ? g.tk : g.tq);
   }
   std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor&,
                                  const Tensor&) const override {
-    throw Error("attention_grad_q: second derivatives are not supported");
+    throw Error(fmt::format("{}: second derivatives are not supported", type()));
   }
-};
 
-/// Gradients of k and v, one after the other in one flat output
-/// (attention_bwd_kv.comp); the same inputs as AttentionGradQOp.
-class AttentionGradKVOp final : public AttentionKernelOp {
- public:
-  using AttentionKernelOp::AttentionKernelOp;
-  std::string type() const override { return "attention_grad_kv"; }
-  void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
-    const Geometry g = geometry(in[0].shape(), in[1].shape());
-    dispatch(ctx, "attention_bwd_kv", buffers(ctx, in, {in[3], in[4], out}), g, g.tk);
-  }
-  std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor&,
-                                 const Tensor&) const override {
-    throw Error("attention_grad_kv: second derivatives are not supported");
-  }
+ private:
+  bool kv_;
 };
 
 /// The forward (attention_fwd.comp): inputs q, k, v; output the result
@@ -138,10 +128,10 @@ class FusedAttentionOp final : public AttentionKernelOp {
                                  const Tensor& dy) const override {
     Graph& graph = out.graph();
     const Shape kv = in[1].shape();
-    const Tensor dq = graph.add_node(std::make_unique<AttentionGradQOp>(params_, tile_),
+    const Tensor dq = graph.add_node(std::make_unique<AttentionGradOp>(params_, tile_, false),
                                      {in[0], in[1], in[2], out, dy}, in[0].shape());
     const std::int64_t n = kv.elements();
-    const Tensor dkv = graph.add_node(std::make_unique<AttentionGradKVOp>(params_, tile_),
+    const Tensor dkv = graph.add_node(std::make_unique<AttentionGradOp>(params_, tile_, true),
                                       {in[0], in[1], in[2], out, dy}, Shape{2 * n});
     return {Gradient{dq}, Gradient{reshape(slice_rows(dkv, 0, n), kv)},
             Gradient{reshape(slice_rows(dkv, n, n), kv)}};
