@@ -1,29 +1,17 @@
 #pragma once
 // What the [torch] tests share: the interpreter that runs their PyTorch side.
 
-#include <cstdlib>
 #include <filesystem>
-#include <optional>
 #include <string>
-#include <vector>
 
+#include "../bench/torch_reference.h"
 #include "test_support.h"
 
 namespace vkt::test {
 
-/// The first interpreter that imports torch: $VKT_PYTHON, python3 on the PATH,
-/// /usr/bin/python3 (Debian's python3-torch is for the system Python).
-inline std::optional<std::string> torch_python() {
-  std::vector<std::string> candidates{"python3", "/usr/bin/python3"};
-  if (const char* env = std::getenv("VKT_PYTHON"); env != nullptr && *env != '\0') {
-    candidates.insert(candidates.begin(), env);
-  }
-  for (const std::string& python : candidates) {
-    const std::string probe = "'" + python + "' -c 'import torch' >/dev/null 2>&1";
-    if (std::system(probe.c_str()) == 0) return python;
-  }
-  return std::nullopt;
-}
+/// The first interpreter that imports torch ($VKT_PYTHON, python3, /usr/bin/python3),
+/// as the benchmarks find it.
+using vkt::bench::torch_python;
 
 /// The line a [torch] test warns with when it skips.
 inline const char* kNoTorch =
