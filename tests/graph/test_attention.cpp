@@ -225,6 +225,13 @@ TEST_CASE("attention refuses shapes that do not line up, naming them", "[attenti
   CHECK_THAT(vkt::test::error_of([&] { vkt::scaled_dot_product_attention(q, k, v); }),
              Contains("k and v need the same shape"));
   CHECK_THAT(vkt::test::error_of([&] { vkt::masked_softmax(q, NAN); }), Contains("scale is nan"));
+  // Checked before either kernel is picked: the fused ones would read past k.
+  const Tensor k3 = g.input("k3", {2, 3, 5, 4});
+  for (const auto kernel : {vkt::AttentionKernel::Fused, vkt::AttentionKernel::Composed}) {
+    CHECK_THAT(vkt::test::error_of(
+                   [&] { vkt::scaled_dot_product_attention(q, k3, k3, {.kernel = kernel}); }),
+               Contains("q and k differ in dimension 1 (2 and 3)"));
+  }
   const Tensor other = g.input("other", {2, 3, 3, 4});
   CHECK_THAT(vkt::test::error_of([&] { vkt::matmul(q, other, false, true); }),
              Contains("the batch dimensions differ: [2, 2, 3, 4] x [2, 3, 3, 4]"));

@@ -67,6 +67,19 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   if (k.shape() != v.shape()) {
     throw Error(fmt::format("{}: k and v need the same shape", what));
   }
+  for (int i = 0; i < sq.rank(); ++i) {
+    if (i != sq.rank() - 2 && sq[i] != k.shape()[i]) {
+      throw Error(fmt::format(
+          "{}: q and k differ in dimension {} ({} and {}); they may differ only in their "
+          "number of positions (dimension {})",
+          what, i, sq[i], k.shape()[i], sq.rank() - 2));
+    }
+  }
+  for (const Tensor* t : {&q, &k, &v}) {
+    if (t->dtype() != DType::F32) {
+      throw Error(fmt::format("{}: '{}' holds i32 values; attention takes f32", what, t->name()));
+    }
+  }
   const std::int64_t d = sq[sq.rank() - 1];
   const float scale = options.scale != 0.0f
                           ? options.scale
