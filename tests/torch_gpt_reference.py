@@ -10,7 +10,8 @@ rest, vktower's LearningRate::cosine_decay(0.01, STEPS, 0.1, max(STEPS // 20, 1)
 each optimizer scaling its gradients by 1 / max(global norm, 1) first, the
 norm taken as vktower takes it (tf.clip_by_global_norm: the token table's
 gradient counted per occurrence of a token, as the rows of its sparse
-gradient; with the weights tied, the table's dense gradient). Writes
+gradient, and its update lazy: only the rows in the batch change; with the
+weights tied, the table's gradient is dense). Writes
 loss.npy and final.<name>.npy."""
 
 import glob
@@ -51,6 +52,18 @@ def block(p, name, h, heads):
     return h + dense(p, f"{name}/mlp_out", inner)
 
 
+@torch.no_grad()
+def lazy_adamw(table, m, v, tokens, lr, t, wd=0.1, b1=0.9, b2=0.999, eps=1e-8):
+    """AdamW on the rows of `table` named in `tokens` only, with the global
+    step's bias corrections (vktower's sparse update)."""
+    rows = torch.unique(tokens)
+    g = table.grad[rows]
+    m[rows] = m[rows] * b1 + (1 - b1) * g
+    v[rows] = v[rows] * b2 + (1 - b2) * g * g
+    p = table[rows] * (1 - lr * wd)
+    table[rows] = p - lr / (1 - b1 ** t) * m[rows] / ((v[rows] / (1 - b2 ** t)).sqrt() + eps)
+
+
 def main():
     directory, steps = sys.argv[1], int(sys.argv[2])
     torch.set_default_dtype(torch.float64)
@@ -63,7 +76,12 @@ def main():
     tied = "lm_head/kernel" not in p
     matrices = [n for n in sorted(p) if p[n].dim() == 2]
     others = [n for n in sorted(p) if p[n].dim() != 2]
-    adamw = torch.optim.AdamW([p[n] for n in matrices], lr=0.0, weight_decay=0.1)
+    # Untied, the table's gradient is sparse in vktower and its update lazy
+    # (optimizer.h): only the rows in the batch change, parameters and moments.
+    dense_matrices = [n for n in matrices if n != "wte" or tied]
+    adamw = torch.optim.AdamW([p[n] for n in dense_matrices], lr=0.0, weight_decay=0.1)
+    table_m = torch.zeros_like(p["wte"])
+    table_v = torch.zeros_like(p["wte"])
     adam = torch.optim.Adam([p[n] for n in others], lr=0.0)
     warmup = max(steps // 20, 1)
 
@@ -101,6 +119,8 @@ def main():
             for g in opt.param_groups:
                 g["lr"] = rate(step)
             opt.step()
+        if not tied:
+            lazy_adamw(p["wte"], table_m, table_v, tokens, rate(step), step + 1)
         losses.append(loss.item())
     np.save(f"{directory}/loss.npy", np.array(losses))
     for name, t in p.items():

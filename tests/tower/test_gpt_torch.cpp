@@ -5,11 +5,11 @@
 // steps on 1 tower, against PyTorch in float64 from the same initial weights
 // on the same batches (tests/torch_gpt_reference.py): every step's loss and
 // every variable within 1e-4 (norm-wise relative). Dropout is off (the masks
-// are drawn differently). Every batch holds every token, so the token table's
-// lazy update touches every row, as PyTorch's dense one does; tied, the
+// are drawn differently). The token table's update is lazy (optimizer.h: the
+// batch's rows only), which the PyTorch side does by hand; one case draws
+// batches from a few ids only, so most rows sit out most steps; tied, the
 // table's gradient is the lookup's rows and the logits' product summed, dense.
-// Skipped, with a
-// warning, where no python3 imports torch.
+// Skipped, with a warning, where no python3 imports torch.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -49,13 +49,19 @@ const GptSettings kBase{.vocab = kVocab,
                         .weight_decay = 0.1,
                         .steps = kSteps};
 
-/// A batch of tokens [kBatch, kTime] holding every id at least once, and the next tokens.
-std::pair<std::vector<std::int32_t>, std::vector<std::int32_t>> batch_of_step(int step) {
+/// A batch of tokens [kBatch, kTime] and the next tokens: with `every_token`
+/// holding every id at least once; else ids 0..6 only, mostly 0..2, so most
+/// rows of the table sit out most steps (the lazy update's case).
+std::pair<std::vector<std::int32_t>, std::vector<std::int32_t>> batch_of_step(int step,
+                                                                              bool every_token) {
   std::mt19937 rng(900 + step);
   std::vector<std::int32_t> tokens(kBatch * kTime);
-  std::iota(tokens.begin(), tokens.begin() + kVocab, 0);
-  for (auto it = tokens.begin() + kVocab; it != tokens.end(); ++it)
-    *it = static_cast<std::int32_t>(rng() % kVocab);
+  const auto first = every_token ? tokens.begin() + kVocab : tokens.begin();
+  if (every_token) std::iota(tokens.begin(), first, 0);
+  for (auto it = first; it != tokens.end(); ++it) {
+    const std::uint32_t r = rng();
+    *it = static_cast<std::int32_t>(every_token ? r % kVocab : (r % 8 == 0 ? r % 7 : r % 3));
+  }
   std::shuffle(tokens.begin(), tokens.end(), rng);
   std::vector<std::int32_t> next(tokens.size());
   for (auto& v : next) v = static_cast<std::int32_t>(rng() % kVocab);
@@ -71,7 +77,7 @@ std::string npy_name(const std::string& prefix, std::string name) {
 
 TEST_CASE(
     "vkt-gpt's model trained 10 steps on 1 tower matches PyTorch in float64: fused attention, "
-    "composed, and with the weights tied",
+    "composed, tied weights, and a table most of whose rows sit out",
     "[torch][gpt][towers]") {
   const std::optional<std::string> python = vkt::test::torch_python();
   if (!python) {
@@ -79,10 +85,16 @@ TEST_CASE(
     return;
   }
   GptSettings settings = kBase;
-  std::tie(settings.attention, settings.tie_weights) = GENERATE(
-      std::pair<std::string, bool>{"fused", false}, std::pair<std::string, bool>{"composed", false},
-      std::pair<std::string, bool>{"fused", true});
-  INFO("attention " << settings.attention << ", tied weights " << settings.tie_weights);
+  struct Case {
+    std::string attention;
+    bool tied, every_token;
+  };
+  const Case c = GENERATE(Case{"fused", false, true}, Case{"composed", false, true},
+                          Case{"fused", true, true}, Case{"composed", false, false});
+  settings.attention = c.attention;
+  settings.tie_weights = c.tied;
+  INFO("attention " << c.attention << ", tied weights " << c.tied << ", every token in every batch "
+                    << c.every_token);
   const vkt::test::TempDir dir;
   vkt::Instance instance;
   const auto replicated = vkt::replicate_model_fn(gpt_model, {.devices = {0}});
@@ -100,7 +112,7 @@ TEST_CASE(
   REQUIRE(names.size() == (settings.tie_weights ? 29u : 30u));
   std::vector<float> losses;
   for (int step = 0; step < kSteps; ++step) {
-    const auto [tokens, next] = batch_of_step(step);
+    const auto [tokens, next] = batch_of_step(step, c.every_token);
     vkt::write_npy((dir.path / ("tokens." + std::to_string(step) + ".npy")).string(),
                    {kBatch, kTime}, tokens);
     vkt::write_npy((dir.path / ("next." + std::to_string(step) + ".npy")).string(), {kBatch, kTime},
@@ -133,6 +145,8 @@ TEST_CASE(
       initial.erase(initial.begin() + d, initial.begin() + 2 * d);
     }
     CHECK(vkt::test::norm_relative(got, want) < 1e-4);
-    CHECK(vkt::test::norm_relative(got, initial) > 1e-3);  // it trained
+    if (c.every_token || name != "wte") {
+      CHECK(vkt::test::norm_relative(got, initial) > 1e-3);  // it trained
+    }
   }
 }
