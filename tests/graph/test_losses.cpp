@@ -324,7 +324,7 @@ TEST_CASE("sparse_softmax_cross_entropy's fused backward matches its formula bui
 
 TEST_CASE(
     "sparse_softmax_cross_entropy with ignore_index: the other labels' mean, no gradient for "
-    "the ignored, over [batch, time, vocab] logits") {
+    "the ignored, over batch x time x vocab logits") {
   constexpr std::int64_t kBatch = 2, kTime = 5, kClasses = 7, kRows = kBatch * kTime;
   std::vector<std::int32_t> labels = labels_for(kRows, kClasses);
   for (std::size_t i = 1; i < labels.size(); i += 3) labels[i] = -100;  // 3 of 10 ignored
