@@ -143,6 +143,50 @@ class Gpt(nn.Module):
         return self.lm_head(self.ln_f(h))
 
 
+def read_safetensors(path):
+    """name -> float32 tensor of a safetensors file (vktower's checkpoints), by hand:
+    an 8-byte header length, a JSON header, the data."""
+    import json
+    import struct
+    with open(path, "rb") as f:
+        size = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(size))
+        data = f.read()
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__" or info["dtype"] != "F32":
+            continue
+        begin, end = info["data_offsets"]
+        out[name] = torch.frombuffer(bytearray(data[begin:end]), dtype=torch.float32).reshape(
+            info["shape"])
+    return out
+
+
+@torch.no_grad()
+def load_vktower(model, path):
+    """The model's weights from a vkt-gpt checkpoint (--init): vktower's names,
+    dense kernels [in, out] transposed into nn.Linear's [out, in]."""
+    saved = read_safetensors(path)
+    model.wte.copy_(saved["wte"])
+    model.wpe.copy_(saved["wpe"])
+    for i, block in enumerate(model.blocks):
+        prefix = "transformer_block" + (f"_{i}" if i else "")
+        for ln in ("ln_1", "ln_2"):
+            getattr(block, ln).weight.copy_(saved[f"{prefix}/{ln}/gamma"])
+            getattr(block, ln).bias.copy_(saved[f"{prefix}/{ln}/beta"])
+        for mine, theirs in (("qkv", "attention/qkv"), ("out", "attention/out"),
+                             ("mlp_in", "mlp_in"), ("mlp_out", "mlp_out")):
+            getattr(block, mine).weight.copy_(saved[f"{prefix}/{theirs}/kernel"].t())
+            getattr(block, mine).bias.copy_(saved[f"{prefix}/{theirs}/bias"])
+    model.ln_f.weight.copy_(saved["ln_f/gamma"])
+    model.ln_f.bias.copy_(saved["ln_f/beta"])
+    if model.tie_weights:
+        model.lm_bias.copy_(saved["lm_head/bias"])
+    else:
+        model.lm_head.weight.copy_(saved["lm_head/kernel"].t())
+        model.lm_head.bias.copy_(saved["lm_head/bias"])
+
+
 def cosine_decay(rate, decay_steps, alpha, warmup_steps):
     """vkt::LearningRate::cosine_decay (optimizers/schedule.cpp), of the global
     step before the update (0 for the first)."""
@@ -233,6 +277,9 @@ def main():
     p.add_argument("--data", default="/usr/share/games/fortunes")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--tie-weights", action="store_true")
+    p.add_argument("--init", help="start from a vkt-gpt checkpoint's weights (a .safetensors "
+                   "file; vkt-gpt --steps 1 writes its initial weights, the warm-up's first "
+                   "rate being 0)")
     a = p.parse_args()
     if a.width % a.heads:
         p.error(f"--heads {a.heads} does not divide --width {a.width}")
@@ -251,6 +298,8 @@ def main():
           f"and {val_tokens.shape[0]} validation windows of {a.context}", flush=True)
 
     model = Gpt(len(vocab), a.context, a.width, a.layers, a.heads, a.dropout, a.tie_weights)
+    if a.init:
+        load_vktower(model, a.init)
     lazy = not a.tie_weights  # the token table's gradient is sparse in vktower
     matrices = [q for q in model.parameters() if q.dim() == 2 and not (lazy and q is model.wte)]
     others = [q for q in model.parameters() if q.dim() != 2]
