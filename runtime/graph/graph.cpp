@@ -243,6 +243,33 @@ BufferRange Graph::variable_range(const Tensor& variable) {
 
 namespace vkt {
 
+void Graph::set_last_run(const Ticket& ticket) {
+  const std::lock_guard lock(runs_mutex_);
+  last_run_ = ticket;
+  if (ticket.device == nullptr) return;
+  for (Ticket& t : pending_runs_) {
+    if (t.device == ticket.device && t.queue == ticket.queue && t.lane == ticket.lane) {
+      t.value = std::max(t.value, ticket.value);
+      return;
+    }
+  }
+  pending_runs_.push_back(ticket);
+}
+
+Ticket Graph::last_run() const {
+  const std::lock_guard lock(runs_mutex_);
+  return last_run_;
+}
+
+void Graph::wait_for_runs() const {
+  std::vector<Ticket> runs;
+  {
+    const std::lock_guard lock(runs_mutex_);
+    runs = pending_runs_;
+  }
+  for (const Ticket& t : runs) t.wait();
+}
+
 void Graph::assign(const Tensor& variable, std::span<const float> values) {
   const BufferRange r = variable_range(variable);
   if (values.size() * sizeof(float) != r.size()) {
@@ -250,14 +277,14 @@ void Graph::assign(const Tensor& variable, std::span<const float> values) {
                             info(variable).name, info(variable).shape.str(),
                             info(variable).shape.elements(), values.size()));
   }
-  last_run_.wait();
+  wait_for_runs();
   variable_arena_.upload(std::as_bytes(values), r.offset);
 }
 
 std::vector<float> Graph::values(const Tensor& variable) {
   const BufferRange r = variable_range(variable);
   std::vector<float> out(r.size() / sizeof(float));
-  last_run_.wait();
+  wait_for_runs();
   variable_arena_.download(std::as_writable_bytes(std::span<float>(out)), r.offset);
   return out;
 }

@@ -5,6 +5,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -165,13 +166,20 @@ class Graph {
   void assign(const Tensor& variable, std::span<const float> values);
   /// A variable's values after the last submitted run.
   std::vector<float> values(const Tensor& variable);
-  /// Executors record their last run here, so that host access waits for it.
-  void set_last_run(const Ticket& ticket) { last_run_ = ticket; }
-  const Ticket& last_run() const { return last_run_; }
+  /// Executors (and the towers' weight copies) record their runs here, so that
+  /// host access waits for them. Thread-safe; per device queue the latest
+  /// ticket counts, whichever thread records it last: a tower thread recording
+  /// its step after the step's weights were copied in must not make a host read
+  /// skip that copy.
+  void set_last_run(const Ticket& ticket);
+  /// The ticket recorded last.
+  Ticket last_run() const;
   bool variables_materialized() const { return static_cast<bool>(variable_arena_); }
 
  private:
   Tensor add_tensor(TensorInfo info);
+  /// Waits for every run recorded (set_last_run), the latest of each queue.
+  void wait_for_runs() const;
   void check_name_free(const std::string& name, const char* what) const;
   void check_open(const char* what) const;
 
@@ -191,7 +199,9 @@ class Graph {
   Tensor example_weights_;
   std::unique_ptr<GraphAttachment> attachment_;
   std::uint64_t global_step_ = 0;
+  mutable std::mutex runs_mutex_;
   Ticket last_run_;
+  std::vector<Ticket> pending_runs_;  // the latest ticket of each device queue recorded
   Buffer variable_arena_;
   std::map<int, std::pair<std::size_t, std::size_t>> variable_offsets_;  // id -> offset, bytes
 };
