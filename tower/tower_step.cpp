@@ -278,6 +278,14 @@ void TowerRun::train(const HostBatch& features, const HostBatch& labels,
     wait_micro_batch({&summed, 1});
     return finish();
   }
+  // Where the new weights reach a tower as a host write into its mapped memory
+  // (lavapipe), the write waits for the source only; a model with state
+  // variables (batch norm's moving averages) still has its towers' state
+  // updates queued behind the gradients, which would land after the copied
+  // averages. The towers' steps end first.
+  if (!state_in_.empty()) {
+    for (const Ticket& t : done) t.wait();
+  }
   apply_step(summed, reduced);
   finish();
 }
