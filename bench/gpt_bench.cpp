@@ -57,7 +57,8 @@ double median(std::vector<double> v) {
 }
 
 /// Tokens/s of the training step on `n` towers of device 0 (wall clock, after
-/// a warm-up step) and the median device step in ms.
+/// a warm-up step) and the median time a train_step call took in ms (the step runs on after it
+/// returns).
 std::pair<double, double> train_rate(vkt::Instance& instance, int n, const Flags& f) {
   const std::int64_t b = f.batch, t = f.model.context;
   const RandomTokens data = random_tokens(f);
@@ -264,8 +265,9 @@ int main(int argc, char** argv) {
       }
       const auto [rate, ms] = train_rate(instance, n, f);
       fmt::print(
-          "{} tower{}: {:8.1f} tokens/s (wall clock), device step {:.2f} ms (median of {})\n", n,
-          n == 1 ? " " : "s", rate, ms, f.steps);
+          "{} tower{}: {:8.1f} tokens/s (wall clock), train_step call {:.2f} ms (median of {}; the "
+          "step runs on after it returns)\n",
+          n, n == 1 ? " " : "s", rate, ms, f.steps);
       fmt::print("gpt_towers_{}_tokens_per_s={:.1f}\n", n, rate);
       best = std::max(best, rate);
     }
