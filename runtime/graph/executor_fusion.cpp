@@ -52,7 +52,7 @@ bool chain_fits(const Graph& g, const FusedProgram::Group& chain, int last,
   for (int n : chain.nodes) nodes.push_back(&g.nodes()[n]);
   const std::vector<Tensor> inputs = ops_detail::chain_inputs(nodes);
   if (nodes.size() > ops_detail::kChainSteps || inputs.size() > ops_detail::kChainInputs ||
-      chain.stored.size() > ops_detail::kChainStores) {
+      chain.stored.size() > ops_detail::kChainStores || !ops_detail::chain_indexable(nodes)) {
     return false;
   }
   const std::set<int> members(chain.nodes.begin(), chain.nodes.end());

@@ -15,10 +15,9 @@ Shape::Shape(std::initializer_list<std::int64_t> dims) : Shape(std::vector<std::
 Shape::Shape(std::vector<std::int64_t> dims) : dims_(std::move(dims)) {
   if (rank() > kMaxRank) {
     throw Error(
-        fmt::format("shape {} has rank {}; vktower tensors have rank 0 to 4: merge adjacent "
-                    "axes with a reshape (a fused projection's [B, T, 3, H, D] as [B, T, 3H, D]) "
-                    "or split the tensor along one first",
-                    str(), rank()));
+        fmt::format("shape {} has rank {}; vktower tensors have rank 0 to {}: merge adjacent "
+                    "axes with a reshape or split the tensor along one first",
+                    str(), rank(), kMaxRank));
   }
   std::int64_t elements = 1;
   for (std::int64_t d : dims_) {

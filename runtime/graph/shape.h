@@ -1,5 +1,5 @@
 #pragma once
-// Tensor shapes (rank 0 to 4) and element types.
+// Tensor shapes (rank 0 to 6) and element types.
 
 #include <cstdint>
 #include <initializer_list>
@@ -20,12 +20,12 @@ const char* to_string(DType dtype);
 ///   vkt::Shape s{32, 10};   // rank 2, 320 elements
 class Shape {
  public:
-  static constexpr int kMaxRank = 4;
+  static constexpr int kMaxRank = 6;
   /// 2^48 elements: more than any device holds, and 8 bytes each still fit an int64.
   static constexpr std::int64_t kMaxElements = std::int64_t{1} << 48;
 
   Shape() = default;
-  /// Throws vkt::Error for rank > 4, a dimension < 1 or more than kMaxElements elements.
+  /// Throws vkt::Error for rank > 6, a dimension < 1 or more than kMaxElements elements.
   Shape(std::initializer_list<std::int64_t> dims);
   explicit Shape(std::vector<std::int64_t> dims);
 

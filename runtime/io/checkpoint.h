@@ -61,7 +61,7 @@ std::map<std::string, HostTensor> read_checkpoint(const std::string& path);
 
 /// Every tensor of any safetensors file of F32 tensors: a vktower checkpoint is
 /// checked as read_checkpoint checks it; another program's file (e.g. PyTorch's
-/// safetensors save_file) has its header checked (dtype F32, rank 0 to 4,
+/// safetensors save_file) has its header checked (dtype F32, rank 0 to 6,
 /// offsets contiguous and covering the data) and carries no checksum. For warm
 /// starts from weights trained elsewhere.
 std::map<std::string, HostTensor> read_safetensors(const std::string& path);

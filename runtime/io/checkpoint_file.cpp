@@ -192,7 +192,7 @@ void check_header_crc(const std::string& path, const std::vector<char>& file,
   }
 }
 
-// One tensor entry: F32, rank 0 to 4, every dimension >= 1, offsets spanning its bytes.
+// One tensor entry: F32, rank 0 to 6, every dimension >= 1, offsets spanning its bytes.
 CheckpointEntry parse_entry(const std::string& path, const std::string& name, const json& j,
                             std::uint64_t data_size) {
   const std::string where = "tensor " + quoted(name);

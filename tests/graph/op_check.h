@@ -137,10 +137,13 @@ inline OpResult check_op(const OpSpec& spec, std::uint32_t seed = 1) {
   return result;
 }
 
-/// Row-major index helpers for references over up-to-4-D broadcasting.
+/// Row-major index helpers for references over broadcasting: shapes padded
+/// with 1 on the left to the largest rank (kMaxRank).
+constexpr int kRefRank = Shape::kMaxRank;
+
 inline std::vector<std::int64_t> padded(const Shape& s) {
-  std::vector<std::int64_t> d(4, 1);
-  for (int i = 0; i < s.rank(); ++i) d[4 - s.rank() + i] = s[i];
+  std::vector<std::int64_t> d(kRefRank, 1);
+  for (int i = 0; i < s.rank(); ++i) d[kRefRank - s.rank() + i] = s[i];
   return d;
 }
 
@@ -148,15 +151,15 @@ inline std::vector<std::int64_t> padded(const Shape& s) {
 inline double at_broadcast(const Values& v, const Shape& s, const std::vector<std::int64_t>& c) {
   const auto d = padded(s);
   std::int64_t index = 0;
-  for (int i = 0; i < 4; ++i) index = index * d[i] + (d[i] == 1 ? 0 : c[i]);
+  for (int i = 0; i < kRefRank; ++i) index = index * d[i] + (d[i] == 1 ? 0 : c[i]);
   return v[static_cast<std::size_t>(index)];
 }
 
-/// Coordinates (4-D, padded) of flat index `j` in shape `s`.
+/// Coordinates (padded to kRefRank) of flat index `j` in shape `s`.
 inline std::vector<std::int64_t> coords(std::int64_t j, const Shape& s) {
   const auto d = padded(s);
-  std::vector<std::int64_t> c(4);
-  for (int i = 3; i >= 0; --i) {
+  std::vector<std::int64_t> c(kRefRank);
+  for (int i = kRefRank - 1; i >= 0; --i) {
     c[i] = j % d[i];
     j /= d[i];
   }

@@ -88,6 +88,30 @@ TEST_CASE("where selects with broadcasting, and each branch gets dy where it was
                     .differentiable = {false, true, true},
                     .forward_tolerance = 0};
   for (const std::uint32_t seed : {1u, 2u, 3u}) vkt::test::check_op(spec, seed);
+  // Rank 5, each operand broadcast along other axes.
+  const Shape sc{2, 1, 3, 2, 2}, sa{2, 2, 1, 2, 2}, sb{3, 2, 2};
+  const OpSpec rank5{
+      .name = "where rank 5",
+      .shapes = {sc, sa, sb},
+      .build =
+          [](const std::vector<Tensor>& in) {
+            return vkt::where(vkt::greater(in[0], in[0].graph().scalar(0.0f)), in[1], in[2]);
+          },
+      .reference =
+          [&](const std::vector<Values>& in) {
+            const Shape out{2, 2, 3, 2, 2};
+            Values r(static_cast<std::size_t>(out.elements()));
+            for (std::int64_t j = 0; j < out.elements(); ++j) {
+              const auto c = vkt::test::coords(j, out);
+              r[static_cast<std::size_t>(j)] = vkt::test::at_broadcast(in[0], sc, c) > 0
+                                                   ? vkt::test::at_broadcast(in[1], sa, c)
+                                                   : vkt::test::at_broadcast(in[2], sb, c);
+            }
+            return r;
+          },
+      .differentiable = {false, true, true},
+      .forward_tolerance = 0};
+  vkt::test::check_op(rank5, 1);
   // An infinity in the branch not taken stays out (a blend would give NaN).
   vkt::Graph g(vkt::test::shared_device());
   const Tensor keep = g.constant(Shape{2}, std::vector<float>{1, 0});

@@ -185,6 +185,33 @@ TEST_CASE("batch_matmul: a batch past the device's workgroup count in z", "[batc
   CHECK(wrong == 0);
 }
 
+TEST_CASE("matmul of rank-5 operands: three batch axes folded into one, gradients",
+          "[batch_matmul]") {
+  const Dims d{2 * 3 * 2, 4, 5, 3};
+  for (const bool tb : {false, true}) {
+    const OpSpec spec{
+        .name = fmt::format("rank-5 matmul transpose_b={}", tb),
+        .shapes = {Shape{2, 3, 2, 4, 5}, tb ? Shape{2, 3, 2, 3, 5} : Shape{2, 3, 2, 5, 3}},
+        .build =
+            [&](const std::vector<Tensor>& in) {
+              const Tensor c = vkt::matmul(in[0], in[1], false, tb);
+              REQUIRE(c.shape() == Shape{2, 3, 2, 4, 3});
+              return c;
+            },
+        .reference =
+            [&](const std::vector<Values>& in) {
+              return batch_matmul_reference(in[0], in[1], d, false, tb);
+            }};
+    vkt::test::check_op(spec, 7);
+  }
+  vkt::Graph g(vkt::test::shared_device());
+  CHECK_THAT(vkt::test::error_of([&] {
+               vkt::matmul(g.input("a", {2, 3, 1, 4, 5}), g.input("b", {2, 4, 1, 5, 3}));
+             }),
+             Catch::Contains("matmul('a', 'b'): the batch dimensions differ") &&
+                 Catch::Contains("same leading 3 dimensions"));
+}
+
 TEST_CASE("batch_matmul shape errors name the op, both tensors and both shapes", "[batch_matmul]") {
   vkt::Graph g(vkt::test::shared_device());
   const Tensor x = g.input("x", {3, 5, 7});

@@ -4,8 +4,10 @@
 
 #include <vktower/runtime/graph/ops/shape_ops.h>
 
+#include "../test_support.h"
 #include "op_check.h"
 
+using Catch::Matchers::Contains;
 using vkt::Shape;
 using vkt::Tensor;
 using vkt::test::OpSpec;
@@ -140,13 +142,15 @@ Values broadcast_reference(const std::function<double(double, double)>& f, const
 }  // namespace
 
 TEST_CASE("binary ops with broadcasting: forward and gradient against the CPU reference") {
-  const auto shapes = GENERATE(std::pair{Shape{7, 33}, Shape{7, 33}},          // same shape
-                               std::pair{Shape{7, 33}, Shape{33}},             // [N,D] with [D]
-                               std::pair{Shape{7, 33}, Shape{7, 1}},           // [N,D] with [N,1]
-                               std::pair{Shape{127}, Shape{}},                 // with a scalar
-                               std::pair{Shape{}, Shape{5, 3}},                // scalar first
-                               std::pair{Shape{4, 1}, Shape{1, 6}},            // outer broadcast
-                               std::pair{Shape{2, 3, 1, 5}, Shape{3, 4, 1}});  // rank 4
+  const auto shapes = GENERATE(std::pair{Shape{7, 33}, Shape{7, 33}},         // same shape
+                               std::pair{Shape{7, 33}, Shape{33}},            // [N,D] with [D]
+                               std::pair{Shape{7, 33}, Shape{7, 1}},          // [N,D] with [N,1]
+                               std::pair{Shape{127}, Shape{}},                // with a scalar
+                               std::pair{Shape{}, Shape{5, 3}},               // scalar first
+                               std::pair{Shape{4, 1}, Shape{1, 6}},           // outer broadcast
+                               std::pair{Shape{2, 3, 1, 5}, Shape{3, 4, 1}},  // rank 4
+                               std::pair{Shape{2, 1, 3, 4, 5}, Shape{1, 3, 3, 4, 5}},
+                               std::pair{Shape{2, 3, 1, 2, 2, 3}, Shape{3, 2, 2, 1}});  // rank 6
   for (const BinaryCase& c : binary_cases()) {
     OpSpec spec{
         .name = std::string(c.name) + " " + shapes.first.str() + " " + shapes.second.str(),
@@ -160,6 +164,40 @@ TEST_CASE("binary ops with broadcasting: forward and gradient against the CPU re
     };
     vkt::test::check_op(spec, 3);
   }
+}
+
+TEST_CASE(
+    "rank 5: a chain whose broadcasts fold past 4 axes runs op by op, and one op past 4 "
+    "is refused") {
+  // x + p alone folds to 4 axes, (.) * q alone to 3, but p and q together
+  // alternate 5 times: the fused chain kernel cannot index them.
+  const Shape sx{2, 2, 2, 2, 2}, sp{2, 1, 2, 1, 1}, sq{2, 2, 1, 1, 2};
+  const OpSpec spec{
+      .name = "(x + p) * q",
+      .shapes = {sx, sp, sq},
+      .build = [](const std::vector<Tensor>& in) { return (in[0] + in[1]) * in[2]; },
+      .reference =
+          [&](const std::vector<Values>& in) {
+            Values r(static_cast<std::size_t>(sx.elements()));
+            for (std::int64_t j = 0; j < sx.elements(); ++j) {
+              const auto c = vkt::test::coords(j, sx);
+              r[static_cast<std::size_t>(j)] =
+                  (in[0][static_cast<std::size_t>(j)] + vkt::test::at_broadcast(in[1], sp, c)) *
+                  vkt::test::at_broadcast(in[2], sq, c);
+            }
+            return r;
+          }};
+  vkt::test::check_op(spec, 4);
+
+  vkt::Graph g(vkt::test::shared_device());
+  const Tensor a = g.input("a", {2, 1, 2, 1, 2}), b = g.input("b", {2, 2, 2, 2, 2});
+  CHECK_THAT(vkt::test::error_of([&] { vkt::add(a, b); }),
+             Contains("add('a', 'b'): [2, 1, 2, 1, 2] and [2, 2, 2, 2, 2] broadcast to") &&
+                 Contains("merge adjacent axes with a reshape"));
+  CHECK_THAT(vkt::test::error_of([&] {
+               vkt::sum_to(b, Shape{2, 1, 2, 1, 2});
+             }),
+             Contains("sum_to('b', [2, 1, 2, 1, 2])") && Contains("merge adjacent axes"));
 }
 
 TEST_CASE("comparison ops give 0/1 masks and pass no gradient") {
@@ -189,18 +227,20 @@ namespace {
 // Reference reduction over one axis (keepdims layout) or all (axis = -99).
 Values reduce_reference(const Values& x, const Shape& s, int axis, bool max) {
   const auto d = vkt::test::padded(s);
-  const int a = axis == -99 ? -1 : 4 - s.rank() + (axis < 0 ? axis + s.rank() : axis);
+  constexpr int kRank = vkt::test::kRefRank;
+  const int a = axis == -99 ? -1 : kRank - s.rank() + (axis < 0 ? axis + s.rank() : axis);
   std::vector<std::int64_t> od = d;
   if (a < 0)
-    od = {1, 1, 1, 1};
+    od.assign(kRank, 1);
   else
     od[a] = 1;
-  const std::int64_t n_out = od[0] * od[1] * od[2] * od[3];
+  std::int64_t n_out = 1;
+  for (const std::int64_t n : od) n_out *= n;
   Values out(static_cast<std::size_t>(n_out), max ? -INFINITY : 0.0);
   for (std::int64_t j = 0; j < s.elements(); ++j) {
     const auto c = vkt::test::coords(j, s);
     std::int64_t o = 0;
-    for (int i = 0; i < 4; ++i) o = o * od[i] + (od[i] == 1 ? 0 : c[i]);
+    for (int i = 0; i < kRank; ++i) o = o * od[i] + (od[i] == 1 ? 0 : c[i]);
     double& slot = out[static_cast<std::size_t>(o)];
     slot = max ? std::max(slot, x[static_cast<std::size_t>(j)])
                : slot + x[static_cast<std::size_t>(j)];
@@ -211,9 +251,10 @@ Values reduce_reference(const Values& x, const Shape& s, int axis, bool max) {
 }  // namespace
 
 TEST_CASE("reductions over all elements and over one axis") {
-  // [300, 3] and [260, 2, 3] over axis 0 (and 1000 over all) take reduce_rows.comp.
+  // [300, 3] and [260, 2, 3] over axis 0 (and 1000 over all) take reduce_rows.comp;
+  // rank 6 folds its axes into the kernel's 4.
   const Shape shape = GENERATE(Shape{1000}, Shape{7, 33}, Shape{3, 5, 4}, Shape{1, 127},
-                               Shape{300, 3}, Shape{260, 2, 3});
+                               Shape{300, 3}, Shape{260, 2, 3}, Shape{2, 3, 1, 2, 2, 3});
   const int rank = shape.rank();
   std::vector<int> axes{-99};
   for (int a = 0; a < rank; ++a) axes.push_back(a);

@@ -25,12 +25,12 @@ Values pad_reference(const Values& x, const Shape& s, const Pads& pads, double v
   const Shape out(dims);
   Values y(static_cast<std::size_t>(out.elements()), value);
   const auto in_dims = vkt::test::padded(s);
-  const int lead = 4 - s.rank();
+  const int lead = vkt::test::kRefRank - s.rank();
   for (std::int64_t j = 0; j < out.elements(); ++j) {
     const auto c = vkt::test::coords(j, out);
     std::int64_t src = 0;
     bool inside = true;
-    for (int k = 0; k < 4; ++k) {
+    for (int k = 0; k < vkt::test::kRefRank; ++k) {
       const std::int64_t at =
           c[k] - (k >= lead ? pads[static_cast<std::size_t>(k - lead)].first : 0);
       inside = inside && at >= 0 && at < in_dims[k];
@@ -50,10 +50,12 @@ struct PadCase {
 }  // namespace
 
 TEST_CASE("pad: forward and gradient against the CPU reference", "[pad]") {
-  const PadCase c =
-      GENERATE(PadCase{Shape{3, 4}, {{1, 2}, {0, 3}}, 0.0f}, PadCase{Shape{5}, {{2, 0}}, -1.5f},
-               PadCase{Shape{2, 3, 2}, {{0, 1}, {1, 1}, {2, 0}}, 0.25f},
-               PadCase{Shape{2, 7, 5, 3}, {{0, 0}, {1, 2}, {2, 1}, {0, 1}}, 0.0f});
+  const PadCase c = GENERATE(
+      PadCase{Shape{3, 4}, {{1, 2}, {0, 3}}, 0.0f}, PadCase{Shape{5}, {{2, 0}}, -1.5f},
+      PadCase{Shape{2, 3, 2}, {{0, 1}, {1, 1}, {2, 0}}, 0.25f},
+      PadCase{Shape{2, 7, 5, 3}, {{0, 0}, {1, 2}, {2, 1}, {0, 1}}, 0.0f},
+      // rank 6: the unpadded axes fold into their left neighbours
+      PadCase{Shape{2, 3, 2, 3, 2, 2}, {{1, 0}, {0, 0}, {0, 1}, {0, 0}, {2, 1}, {0, 0}}, 0.5f});
   OpSpec spec{
       .name = fmt::format("pad {} with {}", c.shape.str(), c.value),
       .shapes = {c.shape},
@@ -103,6 +105,14 @@ TEST_CASE("pad with nothing to add returns its input, and bad paddings are repor
                vkt::pad(x, {{0, std::int64_t{1} << 40}, {0, 0}});
              }),
              Contains("between 0 and 2^30"));
+  // Four padded axes past the first leave 5 after folding.
+  const Tensor x5 = g.input("x5", {2, 2, 2, 2, 2});
+  CHECK_THAT(error_of([&] {
+               vkt::pad(x5, {{0, 0}, {1, 0}, {1, 0}, {1, 0}, {1, 0}});
+             }),
+             Contains("pad('x5' [2, 2, 2, 2, 2]): pads 4 axes apart from the first") &&
+                 Contains("pad in two steps"));
+  CHECK(vkt::pad(x5, {{1, 0}, {1, 0}, {1, 0}, {0, 0}, {1, 0}}).shape() == Shape{3, 3, 3, 2, 3});
   CHECK_THAT(error_of([&] {
                vkt::pad(g.input("ids", {3}, vkt::DType::I32), {{1, 1}});
              }),

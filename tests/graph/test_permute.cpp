@@ -56,6 +56,25 @@ TEST_CASE("permute: every axis order of rank 3 and 4, forward and gradient", "[p
   }
 }
 
+TEST_CASE("permute: rank 5 and 6 (a fused projection's heads moved out), forward and gradient",
+          "[permute]") {
+  const std::vector<std::pair<Shape, std::vector<int>>> cases = {
+      {Shape{2, 3, 3, 2, 5}, {2, 0, 3, 1, 4}},  // [B, T, 3, H, D] -> [3, B, H, T, D]
+      {Shape{2, 3, 1, 4, 5}, {4, 3, 2, 1, 0}},
+      {Shape{2, 3, 2, 1, 3, 2}, {5, 0, 4, 1, 3, 2}},
+      {Shape{2, 3, 2, 2, 3, 2}, {1, 0, 3, 2, 5, 4}}};
+  for (const auto& [shape, perm] : cases) {
+    INFO("shape " << shape.str() << ", order " << fmt::format("{}", fmt::join(perm, ",")));
+    const OpSpec spec{
+        .name = "permute",
+        .shapes = {shape},
+        .build = [&](const std::vector<Tensor>& in) { return vkt::permute(in[0], perm); },
+        .reference = [&](const std::vector<Values>& in) { return permuted(in[0], shape, perm); },
+        .forward_tolerance = 0};
+    vkt::test::check_op(spec, 3);
+  }
+}
+
 TEST_CASE("transpose swaps two axes (the last two by default), and i32 permutes too", "[permute]") {
   vkt::Graph g(vkt::test::shared_device());
   const Tensor x = g.input("x", {2, 3, 4});

@@ -214,6 +214,6 @@ TEST_CASE("softmax, argmax and one_hot report bad inputs when the graph is built
   CHECK_THAT(error_of([&] { vkt::one_hot(x, 3); }),
              Contains("one_hot: indices 'logits' [4, 3] hold f32"));
   CHECK_THAT(error_of([&] { vkt::one_hot(ids, 0); }), Contains("depth 0 for indices 'ids' [4]"));
-  const Tensor rank4 = g.input("r4", {1, 1, 1, 2}, vkt::DType::I32);
-  CHECK_THAT(error_of([&] { vkt::one_hot(rank4, 2); }), Contains("rank 4"));
+  const Tensor rank6 = g.input("r6", {1, 1, 1, 1, 1, 2}, vkt::DType::I32);
+  CHECK_THAT(error_of([&] { vkt::one_hot(rank6, 2); }), Contains("rank 6"));
 }

@@ -213,8 +213,8 @@ TEST_CASE(
   require_refused(path, "each dimension must be at least 1 and the elements at most");
   crafted("[0]", "[0,0]");
   require_refused(path, "has shape \"[0]\"");
-  crafted("[1,1,1,1,1]", "[0,4]");
-  require_refused(path, "has rank 5");
+  crafted("[1,1,1,1,1,1,1]", "[0,4]");
+  require_refused(path, "has rank 7");
   crafted("[-1]", "[0,0]");
   require_refused(path, "has shape \"[-1]\"");
   crafted("[18446744073709551615]", "[0,0]");

@@ -113,7 +113,8 @@ TEST_CASE("read_npy refuses shapes that overflow, are negative or disagree with 
   // The sign was skipped: (-1, 6) was read as (1, 6).
   CHECK_THAT(refused("negative.npy", "(-1, 6)", std::string(48, '\0')), Contains("dimension '-1'"));
   CHECK_THAT(refused("empty.npy", "(0, 6)", ""), Contains("dimension below 1"));
-  CHECK_THAT(refused("rank5.npy", "(1, 1, 1, 1, 1)", std::string(8, '\0')), Contains("rank 5"));
+  CHECK_THAT(refused("rank7.npy", "(1, 1, 1, 1, 1, 1, 1)", std::string(8, '\0')),
+             Contains("rank 7"));
   CHECK_THAT(refused("long.npy", "(2,)", std::string(24, '\0')),
              Contains("needs 16 bytes of data but the file holds 24"));
   CHECK_THAT(refused("text.npy", "(2,) 'x'", std::string(16, '\0')), Contains("not a dictionary"));

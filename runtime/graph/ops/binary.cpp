@@ -5,6 +5,7 @@
 #include "../graph.h"
 #include "elementwise.h"
 #include "elementwise_chain.h"
+#include "fold_axes.h"
 #include "kernel_util.h"
 #include "reduce.h"
 
@@ -49,11 +50,13 @@ class BinaryOp final : public Op {
 
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const Shape& shape = out.shape();
+    const std::array<Shape, 2> operands{in[0].shape(), in[1].shape()};
+    const auto fold = ops_detail::fold_broadcast_or_throw(shape, operands, type());
     BinaryPush push{};
     push.n = static_cast<std::uint32_t>(shape.elements());
-    push.dims = ops_detail::dims4(shape);
-    push.a_strides = ops_detail::broadcast_strides(in[0].shape(), shape);
-    push.b_strides = ops_detail::broadcast_strides(in[1].shape(), shape);
+    push.dims = fold.dims;
+    push.a_strides = fold.strides[0];
+    push.b_strides = fold.strides[1];
     ops_detail::dispatch_1d(
         ctx, ops_detail::kernel_1d(ctx, "binary", static_cast<std::uint32_t>(kind_)),
         {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(out)}, push, shape.elements());
@@ -107,8 +110,10 @@ Tensor binary(BinaryKind kind, const Tensor& a, const Tensor& b) {
           fmt::format("{}: input '{}' holds i32 values; elementwise ops take f32", op, t->name()));
     }
   }
-  const Shape shape =
-      broadcast_shapes(a.shape(), b.shape(), fmt::format("{}('{}', '{}')", op, a.name(), b.name()));
+  const std::string what = fmt::format("{}('{}', '{}')", op, a.name(), b.name());
+  const Shape shape = broadcast_shapes(a.shape(), b.shape(), what);
+  const std::array<Shape, 2> operands{a.shape(), b.shape()};
+  ops_detail::fold_broadcast_or_throw(shape, operands, what);
   return a.graph().add_node(std::make_unique<BinaryOp>(kind), {a, b}, shape);
 }
 
@@ -155,6 +160,8 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
     throw Error(fmt::format("{}: {} does not broadcast to {}", what, x.shape().str(), shape.str()));
   }
   if (x.dtype() != DType::F32) throw Error(what + ": the tensor holds i32 values");
+  const std::array<Shape, 2> operands{x.shape(), x.shape()};
+  ops_detail::fold_broadcast_or_throw(shape, operands, what);
   return x.graph().add_node(std::make_unique<BinaryOp>(BinaryKind::BroadcastA), {x, x}, shape);
 }
 

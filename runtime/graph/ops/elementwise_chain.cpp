@@ -6,6 +6,7 @@
 
 #include "../../vulkan/error.h"
 #include "../graph.h"
+#include "fold_axes.h"
 #include "kernel_util.h"
 
 namespace vkt::ops_detail {
@@ -22,9 +23,10 @@ struct ChainPush {
 };
 static_assert(sizeof(ChainPush) == 128, "the push constants every device takes");
 
-/// How elementwise_chain.comp reads input `t` for output shape `out` (its
-/// 2-bit mode) and the strides (or length) that mode needs.
-std::uint32_t read_mode(const Shape& t, const Shape& out, std::array<std::uint32_t, 4>& strides) {
+/// How elementwise_chain.comp reads input `t` for output shape `out`: its
+/// 2-bit mode (0 the same shape, 1 a repeating suffix read by its length, 2
+/// strides over the chain's folded dims).
+std::uint32_t read_mode(const Shape& t, const Shape& out) {
   if (t == out) return 0;
   // A repeating suffix: t without its leading 1s is the trailing part of out.
   int first = 0;
@@ -32,15 +34,24 @@ std::uint32_t read_mode(const Shape& t, const Shape& out, std::array<std::uint32
   const int kept = t.rank() - first;
   bool suffix = kept <= out.rank();
   for (int i = 0; suffix && i < kept; ++i) suffix = t[first + i] == out[out.rank() - kept + i];
-  if (suffix) {
-    strides = {static_cast<std::uint32_t>(t.elements()), 0, 0, 0};
-    return 1;
+  return suffix ? 1 : 2;
+}
+
+/// The shapes of the inputs read by strides (mode 2), which share one fold of out.
+std::vector<Shape> strided_shapes(const std::vector<Tensor>& inputs, const Shape& out) {
+  std::vector<Shape> shapes;
+  for (const Tensor& t : inputs) {
+    if (read_mode(t.shape(), out) == 2) shapes.push_back(t.shape());
   }
-  strides = broadcast_strides(t, out);
-  return 2;
+  return shapes;
 }
 
 }  // namespace
+
+bool chain_indexable(std::span<const Node* const> chain) {
+  const Shape& out = chain.back()->output.shape();
+  return fold_broadcast(out, strided_shapes(chain_inputs(chain), out)).has_value();
+}
 
 std::vector<Tensor> chain_inputs(std::span<const Node* const> chain) {
   std::vector<Tensor> inputs;
@@ -68,10 +79,15 @@ void record_elementwise_chain(RecordContext& ctx, std::span<const Node* const> c
   const Tensor& out = chain.back()->output;
   ChainPush push{};
   push.n = static_cast<std::uint32_t>(out.shape().elements());
-  push.dims = dims4(out.shape());
+  const auto fold = fold_broadcast(out.shape(), strided_shapes(inputs, out.shape()));
+  if (!fold) throw Error("internal: an elementwise chain past the fused kernel's 4 dims");
+  push.dims = fold->dims;
   std::uint32_t modes = 0;
-  for (std::size_t k = 0; k < inputs.size(); ++k) {
-    modes |= read_mode(inputs[k].shape(), out.shape(), push.strides[k]) << (2 * k);
+  for (std::size_t k = 0, strided = 0; k < inputs.size(); ++k) {
+    const std::uint32_t mode = read_mode(inputs[k].shape(), out.shape());
+    if (mode == 1) push.strides[k] = {static_cast<std::uint32_t>(inputs[k].shape().elements())};
+    if (mode == 2) push.strides[k] = fold->strides[strided++];
+    modes |= mode << (2 * k);
   }
   std::vector<SpecConstant> constants{
       SpecConstant::u32(1, static_cast<std::uint32_t>(chain.size())),

@@ -28,6 +28,10 @@ constexpr std::uint32_t kBinaryStepCode = 32;
 /// each after the first reading the output of the one before it.
 std::vector<Tensor> chain_inputs(std::span<const Node* const> chain);
 
+/// Whether the inputs `chain` reads by broadcast fold into the kernel's 4
+/// dims (rank up to 6 usually does; see fold_axes.h).
+bool chain_indexable(std::span<const Node* const> chain);
+
 /// Records `chain` (at most kChainSteps nodes over at most kChainInputs
 /// chain_inputs) as one dispatch writing its last node's output and the
 /// outputs of the nodes `stored` (at most kChainStores; positions in `chain`);

@@ -11,7 +11,7 @@ Tensor flatten(const Tensor& x) {
   const Shape& s = x.shape();
   if (s.rank() == 0) {
     throw Error(fmt::format(
-        "flatten('{}'): a scalar has no batch dimension; flatten takes [N, ...] (rank 1 to 4)",
+        "flatten('{}'): a scalar has no batch dimension; flatten takes [N, ...] (rank 1 to 6)",
         x.name()));
   }
   return reshape(x, {s[0], s.elements() / s[0]});

@@ -39,26 +39,4 @@ void dispatch_1d(RecordContext& ctx, const Kernel& kernel,
                         Stream::linear_groups(kernel, static_cast<std::uint64_t>(n)));
 }
 
-/// `shape` right-aligned into 4 dimensions (padded with 1 on the left).
-inline std::array<std::uint32_t, 4> dims4(const Shape& shape) {
-  std::array<std::uint32_t, 4> d{1, 1, 1, 1};
-  for (int i = 0; i < shape.rank(); ++i)
-    d[4 - shape.rank() + i] = static_cast<std::uint32_t>(shape[i]);
-  return d;
-}
-
-/// Row-major element strides of `shape` read along the 4 dims of `out`: 0 where
-/// `shape` is broadcast (size 1, or absent on the left).
-inline std::array<std::uint32_t, 4> broadcast_strides(const Shape& shape, const Shape& out) {
-  const auto d = dims4(shape);
-  const auto o = dims4(out);
-  std::array<std::uint32_t, 4> s{};
-  std::uint32_t stride = 1;
-  for (int i = 3; i >= 0; --i) {
-    s[i] = (d[i] == o[i]) ? stride : 0;
-    stride *= d[i];
-  }
-  return s;
-}
-
 }  // namespace vkt::ops_detail

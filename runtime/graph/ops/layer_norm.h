@@ -7,7 +7,7 @@ namespace vkt {
 
 /// y = (x - mean) / sqrt(var + epsilon) * gamma + beta, with the mean and the
 /// (biased) variance taken over x's last dimension D for each row; x [..., D]
-/// (rank 1 to 4, f32), gamma and beta [D]. One fused kernel forward; backward,
+/// (rank 1 to 6, f32), gamma and beta [D]. One fused kernel forward; backward,
 /// one kernel of row statistics, one for dx, and for dgamma and dbeta partial
 /// sums over blocks of rows then a sum of the blocks, all in a fixed order
 /// (the same bits every run). See

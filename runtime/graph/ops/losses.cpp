@@ -15,6 +15,7 @@
 #include "../../vulkan/error.h"
 #include "../graph.h"
 #include "elementwise.h"
+#include "fold_axes.h"
 #include "kernel_util.h"
 #include "label_mask.h"
 #include "shape_ops.h"
@@ -63,8 +64,10 @@ LossPush push_for(const LossParams& p, std::span<const Tensor> in, const Tensor&
   push.dy_step = dy_step;
   push.scale = p.scale;
   push.delta = p.delta;
-  push.dims = ops_detail::dims4(s);
-  if (weights.valid()) push.w_strides = ops_detail::broadcast_strides(weights.shape(), s);
+  const std::array<Shape, 1> operands{weights.valid() ? weights.shape() : s};
+  const auto fold = ops_detail::fold_broadcast_or_throw(s, operands, name_of(p.kind));
+  push.dims = fold.dims;
+  push.w_strides = fold.strides[0];
   return push;
 }
 
@@ -258,6 +261,8 @@ Tensor reduce_loss(LossParams p, std::vector<Tensor> data, Shape s, Tensor weigh
       throw Error(fmt::format("{} do not broadcast to the losses' shape {} (from {})", ctx, s.str(),
                               describe(data.back())));
     }
+    const std::array<Shape, 1> operands{weights.shape()};
+    ops_detail::fold_broadcast_or_throw(s, operands, ctx);
   }
   const float n = static_cast<float>(s.elements());
   const auto make = [&](LossParams q, bool summed) {

@@ -204,20 +204,28 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
                         transpose_a ? ", transpose_a" : "", transpose_b ? ", transpose_b" : "")
           : "matmul";
   check_operands("matmul", a, b, what);
-  if (a.shape().rank() == 4 && b.shape().rank() == 4) {
-    // Two leading batch axes ([B, H, T, D] in attention) fold into one: views.
-    const Shape& sa = a.shape();
-    const Shape& sb = b.shape();
-    if (sa[0] != sb[0] || sa[1] != sb[1]) {
-      throw Error(
-          fmt::format("{}: the batch dimensions differ: {} x {}; both operands need the "
-                      "same leading two dimensions",
-                      what, sa.str(), sb.str()));
+  const Shape& sa = a.shape();
+  const Shape& sb = b.shape();
+  if (sa.rank() >= 4 && sa.rank() == sb.rank()) {
+    // The leading batch axes ([B, H, T, D] in attention) fold into one: views.
+    const int r = sa.rank();
+    std::int64_t batch = 1;
+    for (int i = 0; i < r - 2; ++i) {
+      if (sa[i] != sb[i]) {
+        throw Error(
+            fmt::format("{}: the batch dimensions differ: {} x {}; both operands need the "
+                        "same leading {} dimensions",
+                        what, sa.str(), sb.str(), r - 2));
+      }
+      batch *= sa[i];
     }
     const Tensor c =
-        matmul(reshape(a, Shape{sa[0] * sa[1], sa[2], sa[3]}),
-               reshape(b, Shape{sb[0] * sb[1], sb[2], sb[3]}), transpose_a, transpose_b);
-    return reshape(c, Shape{sa[0], sa[1], c.shape()[1], c.shape()[2]});
+        matmul(reshape(a, Shape{batch, sa[r - 2], sa[r - 1]}),
+               reshape(b, Shape{batch, sb[r - 2], sb[r - 1]}), transpose_a, transpose_b);
+    std::vector<std::int64_t> dims(sa.dims().begin(), sa.dims().end() - 2);
+    dims.push_back(c.shape()[1]);
+    dims.push_back(c.shape()[2]);
+    return reshape(c, Shape(dims));
   }
   if (a.shape().rank() == 3 || b.shape().rank() == 3) {
     return matmul_detail::batch_matmul(a, b, transpose_a, transpose_b, what);
@@ -225,7 +233,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
   if (a.shape().rank() != 2 || b.shape().rank() != 2) {
     throw Error(
         fmt::format("{}: both operands must be matrices (rank 2) or batches of matrices "
-                    "(rank 3, or 4 with two batch dimensions), got {} x {}; reshape them first",
+                    "(rank 3 to 6, both of one rank), got {} x {}; reshape them first",
                     what, a.shape().str(), b.shape().str()));
   }
   const std::int64_t m = a.shape()[transpose_a ? 1 : 0], ka = a.shape()[transpose_a ? 0 : 1];

@@ -15,8 +15,9 @@ class Device;
 /// flags transpose each one): a [B, M, K] (or [B, K, M]) times b [B, K, N] (or
 /// [B, N, K]) gives [B, M, N]. The batch dimensions must be equal; a rank-2
 /// operand beside a rank-3 one is an error (reshape, or broadcast_to the batch).
-/// Rank-4 operands have two batch dimensions ([B, H, T, D]: attention's heads),
-/// folded into one without a copy.
+/// Operands of rank 4 to 6 (both of one rank) have several batch dimensions
+/// ([B, H, T, D]: attention's heads), equal in both and folded into one
+/// without a copy.
 ///
 ///   vkt::Tensor logits = vkt::matmul(x, w);              // [32, 784] x [784, 10]
 ///   vkt::Tensor gram = vkt::matmul(x, x, true, false);   // x^T x: [784, 784]

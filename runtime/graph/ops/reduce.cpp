@@ -6,6 +6,7 @@
 #include "../../vulkan/error.h"
 #include "../graph.h"
 #include "elementwise.h"
+#include "fold_axes.h"
 #include "kernel_util.h"
 #include "reduce.h"
 #include "shape_ops.h"
@@ -37,15 +38,17 @@ class ReduceOp final : public Op {
 
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     if (record_rows(ctx, in[0], out)) return;
-    const auto x_dims = ops_detail::dims4(in[0].shape());
+    // x's axes folded where out keeps (or drops) neighbours alike.
+    const auto folded = fold(in[0].shape(), out.shape());
     ReducePush push{};
     push.n = static_cast<std::uint32_t>(out.shape().elements());
-    push.out_dims = ops_detail::dims4(out.shape());
     std::uint32_t stride = 1;
     for (int i = 3; i >= 0; --i) {
+      const bool kept = folded.strides[0][i] != 0;
       push.x_strides[i] = stride;
-      stride *= x_dims[i];
-      push.red_dims[i] = push.out_dims[i] == 1 ? x_dims[i] : 1;
+      stride *= folded.dims[i];
+      push.out_dims[i] = kept ? folded.dims[i] : 1;
+      push.red_dims[i] = kept ? 1 : folded.dims[i];
     }
     ops_detail::dispatch_1d(ctx,
                             ops_detail::kernel_1d(ctx, "reduce", static_cast<std::uint32_t>(kind_)),
@@ -57,13 +60,14 @@ class ReduceOp final : public Op {
   bool record_rows(RecordContext& ctx, const Tensor& x, const Tensor& out) const {
     const std::int64_t n = out.shape().elements(), rows = x.shape().elements() / n;
     if (rows < kMinRows || n > rows) return false;
-    // The kept dimensions must be x's trailing ones: out's dims (right-aligned)
-    // are 1 up to some axis and x's from there on.
-    const auto x_dims = ops_detail::dims4(x.shape()), o_dims = ops_detail::dims4(out.shape());
-    int d = 0;
-    while (d < 4 && o_dims[d] == 1) ++d;
-    for (; d < 4; ++d) {
-      if (o_dims[d] != x_dims[d]) return false;
+    // The kept dimensions must be x's trailing ones: no reduced axis after a kept one.
+    const auto folded = fold(x.shape(), out.shape());
+    bool seen_kept = false;
+    for (int d = 0; d < 4; ++d) {
+      if (folded.dims[d] == 1) continue;  // left padding
+      const bool kept = folded.strides[0][d] != 0;
+      if (seen_kept && !kept) return false;
+      seen_kept = seen_kept || kept;
     }
     const Kernel& kernel = ctx.device().kernel(
         {.shader = "reduce_rows",
@@ -76,6 +80,11 @@ class ReduceOp final : public Op {
                           RowsPush{static_cast<std::uint32_t>(rows), groups},
                           Groups{x_groups, (groups + x_groups - 1) / x_groups, 1});
     return true;
+  }
+
+  static ops_detail::BroadcastFold fold(const Shape& x, const Shape& out) {
+    const std::array<Shape, 1> kept{out};
+    return ops_detail::fold_broadcast_or_throw(x, kept, "reduce");
   }
 
   std::vector<Gradient> gradient(std::span<const Tensor> in, const Tensor& out,
@@ -96,6 +105,8 @@ Tensor reduce_to(ReduceKind kind, const Tensor& x, const Shape& shape, const std
   if (!x.valid()) throw Error(what + ": the input tensor is empty");
   if (x.dtype() != DType::F32) throw Error(what + ": the tensor holds i32 values");
   if (x.shape() == shape) return x;  // reducing over nothing
+  const std::array<Shape, 1> kept{shape};
+  ops_detail::fold_broadcast_or_throw(x.shape(), kept, what);
   return x.graph().add_node(std::make_unique<ReduceOp>(kind), {x}, shape);
 }
 

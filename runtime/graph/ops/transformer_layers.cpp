@@ -32,12 +32,12 @@ Tensor multi_head_attention(const Tensor& x, int heads, const AttentionLayerOpti
                     name, d, heads));
   }
   const std::int64_t dh = d / heads;
-  // One fused projection for q, k and v, cut into three along the width.
+  // One fused projection for q, k and v, its heads moved out in one copy,
+  // [B, T, 3, H, Dh] -> [3, B, H, T, Dh]; q, k and v are then views on it.
+  const Tensor projected = dense(x, 3 * d, Activation::None, name + "/qkv");
   const std::vector<Tensor> qkv =
-      split(dense(x, 3 * d, Activation::None, name + "/qkv"), {d, d, d}, -1);
-  const auto to_heads = [&](const Tensor& y) {  // [B, T, D] -> [B, H, T, Dh]
-    return permute(reshape(y, Shape{b, t, heads, dh}), {0, 2, 1, 3});
-  };
+      split(permute(reshape(projected, Shape{b, t, 3, heads, dh}), {2, 0, 3, 1, 4}), {1, 1, 1}, 0);
+  const auto to_heads = [&](const Tensor& y) { return reshape(y, Shape{b, heads, t, dh}); };
   const Tensor y = scaled_dot_product_attention(
       to_heads(qkv[0]), to_heads(qkv[1]), to_heads(qkv[2]),
       {.causal = options.causal, .dropout = options.attention_dropout, .kernel = options.kernel});

@@ -5,6 +5,7 @@
 #include "../../vulkan/error.h"
 #include "../graph.h"
 #include "elementwise.h"
+#include "fold_axes.h"
 #include "kernel_util.h"
 
 namespace vkt {
@@ -21,12 +22,14 @@ class WhereOp final : public Op {
 
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const Shape& shape = out.shape();
+    const std::array<Shape, 3> operands{in[0].shape(), in[1].shape(), in[2].shape()};
+    const auto fold = ops_detail::fold_broadcast_or_throw(shape, operands, type());
     WherePush push{};
     push.n = static_cast<std::uint32_t>(shape.elements());
-    push.dims = ops_detail::dims4(shape);
-    push.c_strides = ops_detail::broadcast_strides(in[0].shape(), shape);
-    push.a_strides = ops_detail::broadcast_strides(in[1].shape(), shape);
-    push.b_strides = ops_detail::broadcast_strides(in[2].shape(), shape);
+    push.dims = fold.dims;
+    push.c_strides = fold.strides[0];
+    push.a_strides = fold.strides[1];
+    push.b_strides = fold.strides[2];
     ops_detail::dispatch_1d(
         ctx, ctx.device().kernel({.shader = "where", .local_size = {ops_detail::kLocalSize, 1, 1}}),
         {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(in[2]), ctx.buffer(out)}, push,
@@ -64,6 +67,8 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   }
   const Shape shape =
       broadcast_shapes(condition.shape(), broadcast_shapes(a.shape(), b.shape(), what), what);
+  const std::array<Shape, 3> operands{condition.shape(), a.shape(), b.shape()};
+  ops_detail::fold_broadcast_or_throw(shape, operands, what);
   return condition.graph().add_node(std::make_unique<WhereOp>(), {condition, a, b}, shape);
 }
 
