@@ -215,10 +215,10 @@ int main(int argc, char** argv) {
         fmt::print("  {:<50}{:>8}{:>8.1f} GF/s{:>7.1f} GF/s{:>9.3f}{:>9.3f}\n", label, variant,
                    gflops, ref, gflops / ref, gflops / roof.fma_gflops);
       };
+      const vkt::MatmulKernels chosen = device.options().matmul;
       for (const char* variant : {"texel", "tiled"}) {
-        ::setenv("VKT_MATMUL_VARIANT", variant, 1);
+        device.set_matmul_kernels(vkt::parse_matmul_kernels(variant, "the bench's variant"));
         const vkt::MatmulVariant v = vkt::matmul_variant(device);
-        if (std::string(name_of(v)) != variant) continue;  // this device cannot run it
         for (std::size_t i = 0; i < cases.size(); ++i) {
           const Case& c = cases[i];
           if (v != preferred && std::max({c.m, c.k, c.n}) > slow_max) continue;
@@ -239,7 +239,7 @@ int main(int argc, char** argv) {
           }
         }
       }
-      ::unsetenv("VKT_MATMUL_VARIANT");
+      device.set_matmul_kernels(chosen);
       if (sweep_tiles) vkt::bench::sweep_tiled_shapes(device, sweep_sizes, reps, roof.fma_gflops);
     }
     if (ratio_1024) fmt::print("\nmatmul_1024_ratio_vs_openblas={:.3f}\n", *ratio_1024);

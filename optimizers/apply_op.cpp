@@ -34,6 +34,8 @@ constexpr std::uint64_t kApplyElementsPerThread = 64;
 constexpr std::uint32_t kApplyLocalSize = 64;
 constexpr std::uint64_t kApplyThreads = 1u << 18;
 constexpr std::size_t kSparseSegmentBytes = 48;  // three uvec4
+// Inputs per sparse variable before its slots: variable, values, indices, links.
+constexpr std::size_t kSparseStride = 4;
 // Column units (vec4s, or floats for widths not a multiple of 4) per work item
 // of a sparse update: BLOCK in shaders/optimizer_sparse_common.glsl.
 constexpr std::uint32_t kSparseBlock = 16;
@@ -74,6 +76,7 @@ struct SparseWindowPush {
   std::uint32_t first_segment, end_segment, first_row, end_row;
   std::uint32_t var_base, values_base, ids_base;
   std::uint32_t slot_base[3];
+  std::uint32_t links_base;
 };
 
 /// A window of `buffer`, kept inside it (a window's end is rounded up to 16
@@ -230,15 +233,16 @@ void SparseApplyOp::record(RecordContext& ctx, std::span<const Tensor> in,
   const std::size_t first = first_variable();
   const Buffer& arena = *ctx.buffer(in[first]).buffer;
   const Buffer& grads = *ctx.buffer(in[first + 1]).buffer;
+  const Buffer& links = *ctx.buffer(in[first + 3]).buffer;
   std::vector<WindowSegment> segments;
   std::vector<std::uint64_t> items;  // work items of each segment: occurrences x blocks
   for (std::size_t v = 0; v < variables_; ++v) {
-    const std::size_t at = first + v * (3 + slots_);
+    const std::size_t at = first + v * kSparseStride + v * slots_;
     if (ctx.buffer(in[at]).buffer != &arena || ctx.buffer(in[at + 1]).buffer != &grads ||
-        ctx.buffer(in[at + 2]).buffer != &grads) {
+        ctx.buffer(in[at + 2]).buffer != &grads || ctx.buffer(in[at + 3]).buffer != &links) {
       throw Error(
-          fmt::format("{}: variables must live in the variable arena and sparse gradients "
-                      "in the gradient arena ('{}')",
+          fmt::format("{}: variables must live in the variable arena, sparse gradients "
+                      "in the gradient arena and their links in one buffer ('{}')",
                       type(), in[at].name()));
     }
     const std::uint64_t row = 4 * std::uint64_t{row_width(in[at])};
@@ -250,8 +254,9 @@ void SparseApplyOp::record(RecordContext& ctx, std::span<const Tensor> in,
     seg.bindings.push_back({ctx.buffer(in[at + 1]).offset, 0, k * row});
     seg.bindings.push_back({ctx.buffer(in[at + 2]).offset, 0, 4 * k});
     for (std::size_t s = 0; s < slots_; ++s) {
-      seg.bindings.push_back({ctx.buffer(in[at + 3 + s]).offset, row, 0});
+      seg.bindings.push_back({ctx.buffer(in[at + kSparseStride + s]).offset, row, 0});
     }
+    seg.bindings.push_back({ctx.buffer(in[at + 3]).offset, 0, 8 * k});  // head, next
     items.push_back(k * blocks_per_row(row_width(in[at])));
   }
   Device& device = ctx.device();
@@ -270,15 +275,18 @@ void SparseApplyOp::record(RecordContext& ctx, std::span<const Tensor> in,
                           static_cast<std::uint32_t>(vars.offset / 4),
                           static_cast<std::uint32_t>(values.offset / 4),
                           static_cast<std::uint32_t>(ids.offset / 4),
-                          {}};
+                          {},
+                          0};
     const auto slot = slot_windows(arena, part, 3, slots_, vars, 4, push.slot_base);
+    const BufferRange chains = window_range(links, part.windows[3 + slots_]);
+    push.links_base = static_cast<std::uint32_t>(chains.offset / 4);
     std::uint64_t part_items = 0;  // every occurrence is scanned, whatever rows the part takes
     for (std::uint32_t s = part.first_segment; s < part.end_segment; ++s) part_items += items[s];
     const BufferRange norm = has_norm_ ? ctx.buffer(in[0]) : values;
     ctx.stream().dispatch(
         kernel,
         {vars, values, ctx.host_params(), norm, ctx.buffer(out), vars, values, ids, slot[0],
-         slot[1], slot[2]},
+         slot[1], slot[2], chains},
         push,
         Stream::linear_groups(kernel, std::clamp<std::uint64_t>(part_items, 1, kApplyThreads)));
   }
@@ -299,7 +307,7 @@ void SparseApplyOp::write_host_params(std::span<std::byte> out, std::span<const 
   const std::size_t first = first_variable();
   std::uint32_t items = 0;
   for (std::size_t v = 0; v < variables_; ++v) {
-    const std::size_t at = first + v * (3 + slots_);
+    const std::size_t at = first + v * kSparseStride + v * slots_;
     const std::size_t w = kApplyHeaderWords + v * 12;
     const std::uint32_t width = row_width(in[at]);
     const auto k = static_cast<std::uint32_t>(in[at + 2].shape().elements());
@@ -310,8 +318,9 @@ void SparseApplyOp::write_host_params(std::span<std::byte> out, std::span<const 
     words[w + 4] = static_cast<std::uint32_t>(in[at].shape()[0]);
     words[w + 5] = width;
     words[w + 6] = blocks_per_row(width);
+    words[w + 7] = float_offset(ctx.buffer(in[at + 3]));  // i32s too
     for (std::size_t s = 0; s < slots_; ++s)
-      words[w + 8 + s] = float_offset(ctx.buffer(in[at + 3 + s]));
+      words[w + 8 + s] = float_offset(ctx.buffer(in[at + kSparseStride + s]));
     items += k * blocks_per_row(width);
   }
   write_header(words, values_(ctx.global_step()), clipping_, variables_, items);

@@ -43,7 +43,8 @@ class ApplyOp final : public Op {
 /// each once, with the sum of its values rows. Inputs: [global norm if clipping
 /// by it], [the call's dense ApplyOp output, so that it runs first and one
 /// train op covers both], then per variable: variable, values [k, D...] and
-/// indices [k] (both in the gradient arena), its slots. Output: a scalar, the
+/// indices [k] (both in the gradient arena), the indices' sparse_row_links
+/// (every variable's in one buffer), its slots. Output: a scalar, the
 /// learning rate used.
 class SparseApplyOp final : public Op {
  public:
@@ -78,7 +79,9 @@ class SparseApplyOp final : public Op {
 Tensor gradient_copy(const Tensor& t, const Tensor& var);
 
 /// sqrt(sum of squares) of every element of `tensors` (all in one buffer, the
-/// gradient arena), by one workgroup so the order of the sum is fixed.
+/// gradient arena) at element 0 of the result, the partial sums after it; the
+/// order of the sum is fixed, so the same bits run to run and however the
+/// gradients are bound.
 Tensor global_norm(const std::vector<Tensor>& tensors);
 
 }  // namespace vkt::detail

@@ -1,5 +1,5 @@
 // global_norm(): the norm that clipping by global norm divides by
-// (shaders/global_norm.comp).
+// (shaders/global_norm.comp: partial sums over many workgroups, then one).
 
 #include <fmt/format.h>
 
@@ -15,19 +15,23 @@
 namespace vkt::detail {
 namespace {
 
-// The host block: the invocations' running sums handed from one dispatch to
-// the next (written by the device; 1024 bytes keep the table after it aligned
-// to any storage offset alignment), then the table: a count, then per tensor
-// (first float, count, -, -).
-constexpr std::size_t kCarryBytes = 256 * 4;
+// The host block: a count, the total chunks, then per tensor (first float,
+// count, first chunk, -).
 constexpr std::size_t kNormHeaderBytes = 16;
 constexpr std::size_t kNormSegmentBytes = 16;
+constexpr std::uint64_t kChunk = 256;  // floats per partial sum (kChunk in the shader)
+// Pass-0 workgroups at most: enough for any device, each takes chunks in turn.
+constexpr std::uint64_t kMaxGroups = 4096;
+
+std::uint64_t chunks_of(const Tensor& t) {
+  return (static_cast<std::uint64_t>(t.shape().elements()) + kChunk - 1) / kChunk;
+}
 
 /// The push constants of shaders/global_norm.comp.
-struct NormWindowPush {
-  std::uint32_t first_segment, end_segment, first_element, end_element;
+struct NormPush {
+  std::uint32_t first_segment, end_segment, first_chunk, end_chunk;
   std::uint32_t base;
-  std::uint32_t first_dispatch, last_dispatch;
+  std::uint32_t pass;
 };
 
 class GlobalNormOp final : public Op {
@@ -38,56 +42,64 @@ class GlobalNormOp final : public Op {
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const Buffer& grads = *ctx.buffer(in[0]).buffer;
     std::vector<WindowSegment> segments;
+    std::vector<std::uint64_t> first_chunk;  // per tensor, chunks before it
+    std::uint64_t chunks = 0;
     for (const Tensor& t : in) {
       const BufferRange r = ctx.buffer(t);
       if (r.buffer != &grads) {
         throw Error("global_norm: its tensors must be gradients (all in the gradient arena)");
       }
-      segments.push_back(
-          {static_cast<std::uint64_t>(t.shape().elements()), {{r.offset, 4, 0}}, t.name()});
+      // Whole chunks per window: each chunk's sum is the same bits however
+      // the windows fall.
+      segments.push_back({chunks_of(t), {{r.offset, 4 * kChunk, 0}}, t.name()});
+      first_chunk.push_back(chunks);
+      chunks += chunks_of(t);
     }
-    // Bound as windows of at most the device's range: several dispatches when
-    // the gradients span more, summing in the same order as one.
     Device& device = ctx.device();
-    std::vector<WindowPart> parts =
-        plan_windows(segments, device.max_storage_buffer_range(), tensor_alignment(device), type());
-    // Only empty tensors: one dispatch over nothing still writes the norm (0).
-    if (parts.empty()) parts.push_back({0, 0, 0, 0, {{ctx.buffer(in[0]).offset, 16}}});
-    const BufferRange block = ctx.host_params();
-    const BufferRange carry(*block.buffer, block.offset, kCarryBytes);
-    const BufferRange table(*block.buffer, block.offset + kCarryBytes, block.size() - kCarryBytes);
+    const BufferRange table = ctx.host_params();
+    const BufferRange partials = ctx.buffer(out);
     const Kernel& kernel = device.kernel({.shader = "global_norm"});
-    for (std::size_t i = 0; i < parts.size(); ++i) {
-      const WindowPart& part = parts[i];
+    for (const WindowPart& part : plan_windows(segments, device.max_storage_buffer_range(),
+                                               tensor_alignment(device), type())) {
       const Window& w = part.windows[0];
       const BufferRange x(grads, w.offset,
                           std::min<std::uint64_t>(w.bytes, grads.size() - w.offset));
-      const NormWindowPush push{part.first_segment,
-                                part.end_segment,
-                                static_cast<std::uint32_t>(part.first_unit),
-                                static_cast<std::uint32_t>(part.end_unit),
-                                static_cast<std::uint32_t>(x.offset / 4),
-                                i == 0 ? 1u : 0u,
-                                i + 1 == parts.size() ? 1u : 0u};
-      ctx.stream().dispatch(kernel, {x, table, ctx.buffer(out), carry}, push, Groups{1, 1, 1});
+      const std::uint64_t begin = first_chunk[part.first_segment] + part.first_unit;
+      const std::uint64_t end = first_chunk[part.end_segment - 1] + part.end_unit;
+      if (end == begin) continue;
+      const NormPush push{part.first_segment,
+                          part.end_segment,
+                          static_cast<std::uint32_t>(begin),
+                          static_cast<std::uint32_t>(end),
+                          static_cast<std::uint32_t>(x.offset / 4),
+                          0};
+      const auto groups = static_cast<std::uint32_t>(std::min(end - begin, kMaxGroups));
+      ctx.stream().dispatch(kernel, {x, table, partials}, push, Groups{groups, 1, 1});
     }
+    // The sum of the partials (of nothing, for empty tensors: 0).
+    const BufferRange any(grads, ctx.buffer(in[0]).offset, 16);
+    ctx.stream().dispatch(kernel, {any, table, partials}, NormPush{0, 0, 0, 0, 0, 1},
+                          Groups{1, 1, 1});
   }
   std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor&,
                                  const Tensor&) const override {
     throw Error("global_norm has no gradient");
   }
   std::size_t host_params_bytes() const override {
-    return kCarryBytes + kNormHeaderBytes + tensors_ * kNormSegmentBytes;
+    return kNormHeaderBytes + tensors_ * kNormSegmentBytes;
   }
   void write_host_params(std::span<std::byte> out, std::span<const Tensor> in,
                          const HostParamsContext& ctx) const override {
     std::vector<std::uint32_t> words(out.size() / 4, 0);
-    std::uint32_t* table = words.data() + kCarryBytes / 4;
-    table[0] = static_cast<std::uint32_t>(in.size());
+    std::uint64_t chunks = 0;
     for (std::size_t i = 0; i < in.size(); ++i) {
-      table[4 + 4 * i] = static_cast<std::uint32_t>(ctx.buffer(in[i]).offset / 4);
-      table[4 + 4 * i + 1] = static_cast<std::uint32_t>(in[i].shape().elements());
+      words[4 + 4 * i] = static_cast<std::uint32_t>(ctx.buffer(in[i]).offset / 4);
+      words[4 + 4 * i + 1] = static_cast<std::uint32_t>(in[i].shape().elements());
+      words[4 + 4 * i + 2] = static_cast<std::uint32_t>(chunks);
+      chunks += chunks_of(in[i]);
     }
+    words[0] = static_cast<std::uint32_t>(in.size());
+    words[1] = static_cast<std::uint32_t>(chunks);
     std::memcpy(out.data(), words.data(), out.size());
   }
 
@@ -99,8 +111,11 @@ class GlobalNormOp final : public Op {
 
 Tensor global_norm(const std::vector<Tensor>& tensors) {
   if (tensors.empty()) throw Error("global_norm: no tensors given");
+  std::uint64_t chunks = 0;
+  for (const Tensor& t : tensors) chunks += chunks_of(t);
+  // The norm, then each chunk's sum of squares (the first pass's partials).
   return tensors.front().graph().add_node(std::make_unique<GlobalNormOp>(tensors.size()), tensors,
-                                          Shape{});
+                                          Shape{static_cast<std::int64_t>(1 + chunks)});
 }
 
 }  // namespace vkt::detail

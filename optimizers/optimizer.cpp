@@ -9,6 +9,7 @@
 #include "../runtime/vulkan/error.h"
 #include "apply_op.h"
 #include "replication.h"
+#include "sparse_row_links.h"
 
 namespace vkt {
 
@@ -155,6 +156,7 @@ Tensor Optimizer::apply_gradients(const std::vector<GradVar>& grads_and_vars) {
       inputs.push_back(grads_and_vars[i].var);
       inputs.push_back(values[i]);
       inputs.push_back(indices[i]);
+      inputs.push_back(detail::sparse_row_links(indices[i], grads_and_vars[i].var.shape()[0]));
       inputs.insert(inputs.end(), slots[i].begin(), slots[i].end());
     }
     train = g.add_node(

@@ -1,53 +1,78 @@
 #version 450
-// sqrt(sum of squares) over segments of a buffer, by one workgroup: each
-// invocation strides over the elements, then a tree in shared memory. One
-// workgroup keeps the order of the sum fixed, so results repeat bit for bit.
-//
-// The buffer is bound as a window of at most the device's storage-buffer range
-// (optimizers/apply_op.cpp), so a long list of segments may take several
-// dispatches: each covers segments [first_segment, end_segment), the first from
-// element first_element, the last up to end_element, and hands its invocations'
-// sums to the next through `carry`. Element j of a segment is always summed by
-// invocation j % 256, in the same order, however the segments are split.
+// sqrt(sum of squares) over segments of a buffer (the gradients a call clips
+// by their global norm), in two passes whose sums run in a fixed order:
+//   0 each segment is cut into chunks of 256 floats from its start; a
+//     workgroup sums a chunk's squares by a fixed tree and writes the sum to
+//     partial[c] (c counts chunks over the segments in order); workgroups
+//     take chunks in turn, so many run at once;
+//   1 one workgroup sums the partials (invocation t those at t, t + 256, ...,
+//     then a tree) and writes the norm.
+// The buffer is bound as windows of at most the device's storage-buffer range
+// (optimizers/global_norm.cpp), several pass-0 dispatches when it spans more;
+// a window holds whole chunks, so each chunk's sum, and the norm, are the
+// same bits however the segments are split.
 layout(local_size_x = 256) in;
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer Params {
   uint segments;
-  uint pad0, pad1, pad2;
-  uvec4 seg[];  // (first float, count, -, -)
+  uint chunks;  // over every segment
+  uint pad0, pad1;
+  uvec4 seg[];  // (first float, count, first chunk, -)
 };
-layout(std430, binding = 2) writeonly buffer Out { float norm[]; };
-layout(std430, binding = 3) buffer Carry { float carry[256]; };
+// [0] the norm, [1 + c] chunk c's sum of squares.
+layout(std430, binding = 2) buffer Out { float norm[]; };
 layout(push_constant) uniform Window {
-  uint first_segment, end_segment, first_element, end_element;
-  uint base;  // floats of the buffer before the window
-  uint first_dispatch, last_dispatch;
+  uint first_segment, end_segment;
+  uint first_chunk, end_chunk;  // this dispatch's chunks, counted over every segment
+  uint base;                    // floats of the buffer before the window
+  uint pass;
 };
 
+const uint kChunk = 256;
 shared float partial[256];
 
-void main() {
+// The workgroup's sum of `v`, by a fixed tree; every invocation must call it.
+float workgroup_sum(float v) {
   uint t = gl_LocalInvocationID.x;
-  float acc = first_dispatch != 0 ? 0.0 : carry[t];
-  for (uint s = first_segment; s < end_segment; ++s) {
-    uint from = s == first_segment ? first_element : 0;
-    uint to = s + 1 == end_segment ? end_element : seg[s].y;
-    uint at = seg[s].x - base;
-    for (uint j = from + (t + 256 - from % 256) % 256; j < to; j += 256) {
-      float v = x[at + j];
-      acc += v * v;
-    }
-  }
-  if (last_dispatch == 0) {
-    carry[t] = acc;
-    return;
-  }
-  partial[t] = acc;
+  partial[t] = v;
   barrier();
   for (uint width = 128; width > 0; width /= 2) {
     if (t < width) partial[t] += partial[t + width];
     barrier();
   }
-  if (t == 0) norm[0] = sqrt(partial[0]);
+  float sum = partial[0];
+  barrier();  // before partial is written again
+  return sum;
+}
+
+// The segment that chunk c lies in: the last of [first_segment, end_segment)
+// whose first chunk is at or before c.
+uint segment_of(uint c) {
+  uint lo = first_segment, hi = end_segment - 1;
+  while (lo < hi) {
+    uint mid = (lo + hi + 1) / 2;
+    if (seg[mid].z <= c) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
+void main() {
+  uint t = gl_LocalInvocationID.x;
+  if (pass == 0) {
+    for (uint c = first_chunk + gl_WorkGroupID.x; c < end_chunk; c += gl_NumWorkGroups.x) {
+      uvec4 s = seg[segment_of(c)];
+      uint e = (c - s.z) * kChunk + t;
+      // s.x - base wraps when the window starts past the segment's start; the
+      // sum does not.
+      float v = e < s.y ? x[s.x - base + e] : 0.0;
+      float sum = workgroup_sum(v * v);
+      if (t == 0) norm[1 + c] = sum;
+    }
+    return;
+  }
+  float acc = 0.0;
+  for (uint c = t; c < chunks; c += 256) acc += norm[1 + c];
+  float sum = workgroup_sum(acc);
+  if (t == 0) norm[0] = sqrt(sum);
 }

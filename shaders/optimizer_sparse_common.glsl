@@ -7,12 +7,12 @@
 //
 // Deterministic without float atomics: a work item is (occurrence j, block of
 // up to BLOCK column units); it goes on only if j is the first occurrence of
-// its index, so exactly one invocation writes each (row, block). Finding that
-// out and summing the duplicates scans the indices (four per load): O(k^2 *
-// ceil(D / (4 * BLOCK))) index comparisons per variable (D % 4 == 0; for other
-// widths units are floats, so ceil(D / BLOCK)), plus one read of every values
-// element. A wide BLOCK means fewer scans: 16 made [10000, 64] Adam with 4096
-// ids about 3x faster than 8 on lavapipe.
+// its index, so exactly one invocation writes each (row, block). The links
+// of the indices (shaders/sparse_row_links.comp, run before) say which
+// occurrence is a row's first and chain each to the next of its row, so the
+// first walks its row's occurrences in order: O(k * ceil(D / (4 * BLOCK)))
+// work items, each reading its row's values rows once (D % 4 == 0; for other
+// widths units are floats, so ceil(D / BLOCK)).
 #include "optimizer_params.glsl"
 
 // Three views of the arenas: vec4 where a row's width is a multiple of 4 (its
@@ -22,11 +22,11 @@
 //
 // Each binding is a window of its arena, at most the device's storage-buffer
 // range (optimizers/apply_window.cpp): the variable's rows, the values, the
-// indices and each slot's rows. One dispatch updates, of segments
+// indices, each slot's rows and the links. One dispatch updates, of segments
 // [first_segment, end_segment), the rows [first_row, V) of the first and [0,
-// end_row) of the last (all rows of the others); it scans every occurrence of
-// its segments, so each (row, block) still has one writer, and the sum of a
-// row's values runs in occurrence order whatever the split.
+// end_row) of the last (all rows of the others); it visits every occurrence
+// of its segments, so each (row, block) still has one writer, and the sum of
+// a row's values runs in occurrence order whatever the split.
 layout(std430, binding = 0) buffer Arena { vec4 arena[]; };
 layout(std430, binding = 1) readonly buffer Grads { vec4 grads[]; };
 layout(std430, binding = 5) buffer Arena1 { float arena1[]; };
@@ -35,54 +35,43 @@ layout(std430, binding = 7) readonly buffer Ids { ivec4 ids4[]; };
 layout(std430, binding = 8) buffer Slot0 { vec4 slot0[]; };
 layout(std430, binding = 9) buffer Slot1 { vec4 slot1[]; };
 layout(std430, binding = 10) buffer Slot2 { vec4 slot2[]; };
+// Per occurrence j of each segment: head [k] (its row's first occurrence),
+// then next [k] (the next occurrence of its row, -1 after the last).
+layout(std430, binding = 11) readonly buffer Links { int links[]; };
 layout(push_constant) uniform Window {
   uint first_segment, end_segment, first_row, end_row;
   // floats of the arena before each window (multiples of 4)
   uint var_base, values_base, ids_base, slot0_base, slot1_base, slot2_base;
+  uint links_base;  // words of the links' buffer before its window
 };
 // Per segment of the table, in 4-byte units from the arena's start: (variable,
-// values, indices, k), (rows V, width D, blocks per occurrence, -), (slot 0, 1,
-// 2, -). main() makes them relative to the windows.
+// values, indices, k), (rows V, width D, blocks per occurrence, links), (slot
+// 0, 1, 2, -). main() makes them relative to the windows.
 
 uvec3 slot_base() { return uvec3(slot0_base, slot1_base, slot2_base); }
 
-const uint BLOCK = 16;  // column units (vec4 or float) per work item
+// Column units (vec4 or float) per work item: a work item reads its
+// occurrence's index and links whatever its row, so wider blocks mean fewer
+// such reads per row updated.
+const uint BLOCK = 16;
 
 void update(uint p, vec4 g, uvec3 slot);   // p, slot in vec4 units
 void update(uint p, float g, uvec3 slot);  // p, slot in floats
 
-// Whether occurrence `occ` is the first of its index `row`: scans ids[0, occ)
-// four at a time (the caller then sums the occurrences from occ on).
-bool first_of(uint ids, uint occ, int row) {
-  for (uint c = 0; 4 * c < occ; ++c) {
-    bvec4 hit = equal(ids4[ids / 4 + c], ivec4(row));
-    if (!any(hit)) continue;  // the common case: one test for four ids
-    for (uint l = 0; l < 4; ++l) {
-      if (hit[l] && 4 * c + l < occ) return false;
-    }
-  }
-  return true;
-}
-
 float SCALE;  // clip by global norm
 float LIMIT;  // clip by value
 
-// Sums the values rows of every occurrence of `row` from `occ` on (in order),
-// columns [c0, c1) in vec4s, and applies the update to them.
-void apply_vec4(uvec4 a, uvec4 b, uvec3 slots, uint occ, int row, uint c0) {
+// Sums the values rows of every occurrence of `row` from its first, `occ`, on
+// (in order, along the links at `next`), columns [c0, c1) in vec4s, and
+// applies the update to them.
+void apply_vec4(uvec4 a, uvec4 b, uvec3 slots, uint next, uint occ, int row, uint c0) {
   uint units = b.y / 4;
   uint c1 = min(c0 + BLOCK, units);
   vec4 acc[BLOCK];
   for (uint c = 0; c < BLOCK; ++c) acc[c] = vec4(0.0);
-  for (uint q = occ / 4; 4 * q < a.w; ++q) {
-    bvec4 hit = equal(ids4[a.z / 4 + q], ivec4(row));
-    if (!any(hit)) continue;
-    for (uint l = 0; l < 4; ++l) {
-      uint j = 4 * q + l;
-      if (!hit[l] || j < occ || j >= a.w) continue;
-      uint from = a.y / 4 + j * units;
-      for (uint c = c0; c < c1; ++c) acc[c - c0] += grads[from + c];
-    }
+  for (int j = int(occ); j >= 0; j = links[next + uint(j)]) {
+    uint from = a.y / 4 + uint(j) * units;
+    for (uint c = c0; c < c1; ++c) acc[c - c0] += grads[from + c];
   }
   uint at = uint(row) * units;
   for (uint c = c0; c < c1; ++c) {
@@ -92,20 +81,14 @@ void apply_vec4(uvec4 a, uvec4 b, uvec3 slots, uint occ, int row, uint c0) {
 }
 
 // The same in floats, for widths that are not a multiple of 4.
-void apply_float(uvec4 a, uvec4 b, uvec3 slots, uint occ, int row, uint c0) {
+void apply_float(uvec4 a, uvec4 b, uvec3 slots, uint next, uint occ, int row, uint c0) {
   uint units = b.y;
   uint c1 = min(c0 + BLOCK, units);
   float acc[BLOCK];
   for (uint c = 0; c < BLOCK; ++c) acc[c] = 0.0;
-  for (uint q = occ / 4; 4 * q < a.w; ++q) {
-    bvec4 hit = equal(ids4[a.z / 4 + q], ivec4(row));
-    if (!any(hit)) continue;
-    for (uint l = 0; l < 4; ++l) {
-      uint j = 4 * q + l;
-      if (!hit[l] || j < occ || j >= a.w) continue;
-      uint from = a.y + j * units;
-      for (uint c = c0; c < c1; ++c) acc[c - c0] += grads1[from + c];
-    }
+  for (int j = int(occ); j >= 0; j = links[next + uint(j)]) {
+    uint from = a.y + uint(j) * units;
+    for (uint c = c0; c < c1; ++c) acc[c - c0] += grads1[from + c];
   }
   uint at = uint(row) * units;
   for (uint c = c0; c < c1; ++c) {
@@ -130,15 +113,17 @@ void main() {
     uvec3 slots = seg[3 * s + 2].xyz;
     uint lo = s == first_segment ? first_row : 0;
     uint hi = s + 1 == end_segment ? end_row : b.x;
+    uint head = b.w - links_base;
+    uint next = head + a.w;
     uint items = a.w * b.z;
     for (uint w = tid; w < items; w += threads) {
       uint occ = w / b.z;
       int row = ids4[a.z / 4 + occ / 4][occ % 4];
-      if (row < 0 || uint(row) < lo || uint(row) >= hi || !first_of(a.z, occ, row)) continue;
+      if (row < 0 || uint(row) < lo || uint(row) >= hi || links[head + occ] != int(occ)) continue;
       if (b.y % 4 == 0) {
-        apply_vec4(a, b, slots, occ, row, (w % b.z) * BLOCK);
+        apply_vec4(a, b, slots, next, occ, row, (w % b.z) * BLOCK);
       } else {
-        apply_float(a, b, slots, occ, row, (w % b.z) * BLOCK);
+        apply_float(a, b, slots, next, occ, row, (w % b.z) * BLOCK);
       }
     }
   }

@@ -35,11 +35,34 @@ bool has_device_extension(VkPhysicalDevice physical, const char* name) {
 
 }  // namespace
 
+MatmulKernels parse_matmul_kernels(std::string_view text, std::string_view source) {
+  if (text == "auto") return MatmulKernels::Auto;
+  if (text == "tiled") return MatmulKernels::Tiled;
+  if (text == "texel") return MatmulKernels::Texel;
+  throw Error(
+      fmt::format("{}='{}' is not a matmul variant; use tiled, texel or auto", source, text));
+}
+
+RowKernels parse_row_kernels(std::string_view text, std::string_view source) {
+  if (text == "auto") return RowKernels::Auto;
+  if (text == "workgroup") return RowKernels::Workgroup;
+  if (text == "invocation") return RowKernels::Invocation;
+  throw Error(fmt::format(
+      "{}='{}' is not a way to run row kernels; use workgroup, invocation or auto", source, text));
+}
+
 DeviceOptions DeviceOptions::from_environment() {
   DeviceOptions options;
   const char* env = std::getenv("VKT_FORCE_STAGING");
   options.force_staging =
       env != nullptr && std::string_view(env) != "" && std::string_view(env) != "0";
+  if (const char* variant = std::getenv("VKT_MATMUL_VARIANT");
+      variant != nullptr && *variant != '\0') {
+    options.matmul = parse_matmul_kernels(variant, "VKT_MATMUL_VARIANT");
+  }
+  if (const char* rows = std::getenv("VKT_ROW_KERNELS"); rows != nullptr && *rows != '\0') {
+    options.row_kernels = parse_row_kernels(rows, "VKT_ROW_KERNELS");
+  }
   return options;
 }
 

@@ -13,6 +13,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "device_info.h"
@@ -29,6 +30,25 @@ class PipelineBuilder;
 class PipelineCache;
 
 /// How a Device is made.
+/// The matmul kernels a Device's graphs record (runtime/graph/ops/matmul.h):
+/// Auto takes Texel on lavapipe and Tiled elsewhere.
+enum class MatmulKernels { Auto, Tiled, Texel };
+
+/// "auto", "tiled" or "texel" as MatmulKernels; anything else is a vkt::Error
+/// that names `source` (where the text came from) and the choices.
+MatmulKernels parse_matmul_kernels(std::string_view text, std::string_view source);
+
+/// How the kernels over rows (softmax, layer norm, the sparse cross-entropy)
+/// take a row of 32 or more: Workgroup, 64 invocations and a fixed tree (a GPU
+/// needs it on long rows); Invocation, one invocation a row (a CPU device runs
+/// it 2-6x faster: a barrier there is a switch between lane groups). Auto:
+/// Invocation on CPU devices, Workgroup elsewhere.
+enum class RowKernels { Auto, Workgroup, Invocation };
+
+/// "auto", "workgroup" or "invocation" as RowKernels; anything else is a
+/// vkt::Error that names `source` and the choices.
+RowKernels parse_row_kernels(std::string_view text, std::string_view source);
+
 struct DeviceOptions {
   /// Treat device-local memory as unmappable even where the device could map it,
   /// so that uploads, downloads and cross-device copies take the staged path with
@@ -60,8 +80,16 @@ struct DeviceOptions {
   /// library version); unset or empty: in memory only. default_cache_dir()
   /// gives the user's cache directory; towers made without DeviceOptions use it.
   std::optional<std::filesystem::path> cache_dir{};
+  /// The matmul kernels the Device's graphs record, e.g. Tiled to run the GPU
+  /// kernels on lavapipe.
+  MatmulKernels matmul = MatmulKernels::Auto;
+  /// How row kernels take a row, e.g. Workgroup to run the GPU kernels on lavapipe.
+  RowKernels row_kernels = RowKernels::Auto;
 
-  /// VKT_FORCE_STAGING=1 sets force_staging; the rest keep their defaults
+  /// VKT_FORCE_STAGING=1 sets force_staging, VKT_MATMUL_VARIANT=tiled, texel
+  /// or auto sets matmul and VKT_ROW_KERNELS=workgroup, invocation or auto
+  /// row_kernels (another value is a vkt::Error here, where the program makes
+  /// its Devices, not when a step is recorded); the rest keep their defaults
   /// (no cache_dir: a bare Device writes nothing to disk).
   static DeviceOptions from_environment();
 };
@@ -107,6 +135,11 @@ class Device {
   const DeviceInfo& info() const { return info_; }
   Instance& instance() const { return *instance_; }
   const DeviceOptions& options() const { return options_; }
+  /// Sets options().matmul for what is recorded from now on (to compare the
+  /// kernels on one Device; steps recorded before keep theirs).
+  void set_matmul_kernels(MatmulKernels kernels) { options_.matmul = kernels; }
+  /// Sets options().row_kernels for what is recorded from now on.
+  void set_row_kernels(RowKernels kernels) { options_.row_kernels = kernels; }
   /// True when storage buffers are mapped into host memory (unified memory and
   /// no force_staging): host transfers are memcpy, with no staging buffer.
   bool maps_storage() const { return maps_storage_; }

@@ -1,15 +1,30 @@
 #pragma once
-// Sets VKT_MATMUL_VARIANT for one scope, so a test runs matmul's (and conv2d's)
-// texel and tiled kernels on the same device.
+// Sets the matmul kernels for one scope, so a test runs matmul's (and
+// conv2d's) texel and tiled kernels on the same device.
+
+#include <vktower/runtime/vulkan/device.h>
 
 #include "../env_scope.h"
+#include "../shared_device.h"
 
 namespace vkt::test {
 
-/// Sets VKT_MATMUL_VARIANT for one scope and restores what was there.
-class VariantScope : public EnvScope {
+/// Sets the shared device's matmul kernels ("tiled", "texel" or "auto") for one
+/// scope, and VKT_MATMUL_VARIANT for the Devices made in it (towers), and puts
+/// back what was there.
+class VariantScope {
  public:
-  explicit VariantScope(const char* value) : EnvScope("VKT_MATMUL_VARIANT", value) {}
+  explicit VariantScope(const char* value)
+      : env_("VKT_MATMUL_VARIANT", value), old_(shared_device().options().matmul) {
+    shared_device().set_matmul_kernels(parse_matmul_kernels(value, "VariantScope"));
+  }
+  ~VariantScope() { shared_device().set_matmul_kernels(old_); }
+  VariantScope(const VariantScope&) = delete;
+  VariantScope& operator=(const VariantScope&) = delete;
+
+ private:
+  EnvScope env_;
+  MatmulKernels old_;
 };
 
 }  // namespace vkt::test

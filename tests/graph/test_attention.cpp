@@ -10,6 +10,7 @@
 
 #include "../test_support.h"
 #include "op_check.h"
+#include "row_kernels_scope.h"
 
 using Catch::Matchers::Contains;
 using vkt::Shape;
@@ -124,17 +125,27 @@ TEST_CASE("where selects with broadcasting, and each branch gets dy where it was
 
 TEST_CASE("masked_softmax: scaled, causal with more keys than queries, forward and gradient",
           "[attention]") {
-  for (const bool causal : {false, true}) {
-    INFO("causal " << causal);
-    const OpSpec spec{
-        .name = "masked_softmax",
-        .shapes = {Shape{2, 3, 4, 7}},
-        .build =
-            [&](const std::vector<Tensor>& in) { return vkt::masked_softmax(in[0], 0.7f, causal); },
-        .reference =
-            [&](const std::vector<Values>& in) { return softmax_rows(in[0], 4, 7, 0.7, causal); },
-        .ranges = {{-3.0, 3.0}}};
-    vkt::test::check_op(spec, 4);
+  // 40 keys: rows long enough for a workgroup each where the device runs rows
+  // so (a GPU; forced here), and an invocation each (a CPU device).
+  const char* rows = GENERATE("workgroup", "invocation");
+  const vkt::test::RowKernelsScope scope(rows);
+  for (const Shape& shape : {Shape{2, 3, 4, 7}, Shape{1, 2, 5, 40}}) {
+    for (const bool causal : {false, true}) {
+      INFO(shape.str() << ", causal " << causal << ", rows by " << rows);
+      const std::int64_t tq = shape[2], tk = shape[3];
+      const OpSpec spec{.name = "masked_softmax",
+                        .shapes = {shape},
+                        .build =
+                            [&](const std::vector<Tensor>& in) {
+                              return vkt::masked_softmax(in[0], 0.7f, causal);
+                            },
+                        .reference =
+                            [&](const std::vector<Values>& in) {
+                              return softmax_rows(in[0], tq, tk, 0.7, causal);
+                            },
+                        .ranges = {{-3.0, 3.0}}};
+      vkt::test::check_op(spec, 4);
+    }
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include "../test_support.h"
 #include "op_check.h"
+#include "row_kernels_scope.h"
 
 using Catch::Matchers::Contains;
 using vkt::Shape;
@@ -60,10 +61,14 @@ TEST_CASE("layer_norm: forward and gradients to x, gamma and beta against the CP
       // lanes, one more, several times as long.
       NormCase{Shape{3, 32}, -1, 1, 1e-5}, NormCase{Shape{2, 65}, -1, 1, 1e-5},
       NormCase{Shape{70, 300}, -1, 1, 1e-5}, NormCase{Shape{2, 257}, 99, 101, 1e-3});
+  // The GPU's workgroup per row and the CPU's invocation per row, both on this device.
+  const char* rows = GENERATE("workgroup", "invocation");
+  const vkt::test::RowKernelsScope scope(rows);
   const std::int64_t d = c.shape[c.shape.rank() - 1];
   const double epsilon = 1e-3;  // large enough to matter in the reference
   OpSpec spec{
-      .name = fmt::format("layer_norm {} x in [{}, {}]", c.shape.str(), c.low, c.high),
+      .name = fmt::format("layer_norm {} x in [{}, {}], rows by {}", c.shape.str(), c.low, c.high,
+                          rows),
       .shapes = {c.shape, Shape{d}, Shape{d}},
       .build =
           [&](const std::vector<Tensor>& in) {
@@ -83,6 +88,9 @@ TEST_CASE("layer_norm over long rows: the same bits every run and however the ro
           "[layer_norm]") {
   // Towers split a batch by rows: a row's output and its dx must not depend on
   // the rows beside it.
+  const char* rows_by = GENERATE("workgroup", "invocation");
+  INFO("rows by " << rows_by);
+  const vkt::test::RowKernelsScope scope(rows_by);
   const std::int64_t d = 384;
   const std::vector<float> xv = vkt::test::random_floats(6 * d, 5, -3.0f, 3.0f);
   const std::vector<float> gv = vkt::test::random_floats(d, 6, 0.5f, 1.5f);

@@ -94,7 +94,8 @@ const std::vector<Dims> kTallNarrow = {{500, 2, 13}, {497, 3, 16}, {513, 2, 1}};
 
 }  // namespace
 
-TEST_CASE("matmul variant: lavapipe picks texel, VKT_MATMUL_VARIANT overrides") {
+TEST_CASE(
+    "matmul variant: lavapipe picks texel, VKT_MATMUL_VARIANT overrides where a Device is made") {
   vkt::Device& device = vkt::test::shared_device();
   {
     const VariantScope scope("auto");
@@ -109,8 +110,18 @@ TEST_CASE("matmul variant: lavapipe picks texel, VKT_MATMUL_VARIANT overrides") 
     const VariantScope scope("texel");
     CHECK(vkt::matmul_variant(device) == MatmulVariant::Texel);
   }
-  const VariantScope scope("fastest");
-  const std::string message = vkt::test::error_of([&] { vkt::matmul_variant(device); });
+  {
+    const vkt::test::EnvScope env("VKT_MATMUL_VARIANT", "tiled");
+    CHECK(vkt::DeviceOptions::from_environment().matmul == vkt::MatmulKernels::Tiled);
+    // Read when the options are made, not when a step is recorded.
+    const vkt::DeviceOptions options = vkt::DeviceOptions::from_environment();
+    env.set("texel");
+    vkt::Device made(*vkt::test::shared_slot().instance, 0, options);
+    CHECK(vkt::matmul_variant(made) == MatmulVariant::Tiled);
+  }
+  const vkt::test::EnvScope env("VKT_MATMUL_VARIANT", "fastest");
+  const std::string message =
+      vkt::test::error_of([&] { (void)vkt::DeviceOptions::from_environment(); });
   CHECK_THAT(message,
              Catch::Contains("VKT_MATMUL_VARIANT='fastest'") && Catch::Contains("tiled, texel"));
 }

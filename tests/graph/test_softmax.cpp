@@ -10,6 +10,7 @@
 
 #include "../test_support.h"
 #include "op_check.h"
+#include "row_kernels_scope.h"
 
 using Catch::Matchers::Contains;
 using vkt::Shape;
@@ -59,10 +60,13 @@ TEST_CASE("softmax and log_softmax: forward and gradient against the CPU referen
                // shorter than its 64 lanes, one more, and many times longer.
                SoftmaxCase{Shape{2, 32}, -1, 3.0}, SoftmaxCase{Shape{5, 65}, -1, 3.0},
                SoftmaxCase{Shape{3, 1000}, -1, 3.0}, SoftmaxCase{Shape{4, 300}, -1, 80.0});
+  // The GPU's workgroup per row and the CPU's invocation per row, both on this device.
+  const char* rows = GENERATE("workgroup", "invocation");
+  const vkt::test::RowKernelsScope scope(rows);
   for (const bool log : {false, true}) {
     OpSpec spec{
-        .name = fmt::format("{} {} axis {} logits +-{}", log ? "log_softmax" : "softmax",
-                            c.shape.str(), c.axis, c.range),
+        .name = fmt::format("{} {} axis {} logits +-{}, rows by {}",
+                            log ? "log_softmax" : "softmax", c.shape.str(), c.axis, c.range, rows),
         .shapes = {c.shape},
         .build =
             [&](const std::vector<Tensor>& in) {
@@ -104,6 +108,9 @@ TEST_CASE("the fused softmax backward kernels match their formulas built from op
 TEST_CASE("softmax over long rows: the same bits every run and however the rows are split") {
   // A row's result must not depend on which other rows share the dispatch:
   // towers split a batch by rows, and 1 tower must match 2 bit for bit.
+  const char* rows_by = GENERATE("workgroup", "invocation");
+  INFO("rows by " << rows_by);
+  const vkt::test::RowKernelsScope scope(rows_by);
   const std::vector<float> xv = vkt::test::random_floats(8 * 500, 17, -5.0f, 5.0f);
   const auto run = [&](std::int64_t rows, bool log) {
     vkt::Graph g(vkt::test::shared_device());

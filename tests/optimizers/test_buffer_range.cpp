@@ -2,13 +2,16 @@
 // norm bind their arenas as windows of at most that range, split over several
 // dispatches, and train to the same bits as one dispatch over whole arenas;
 // ranges and tensors past the limit are clear errors.
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <random>
 
 #include <vktower/optimizers/adam.h>
+#include <vktower/optimizers/apply_op.h>
 #include <vktower/optimizers/apply_window.h>
 #include <vktower/optimizers/rmsprop.h>
 #include <vktower/optimizers/sgd.h>
@@ -301,4 +304,54 @@ TEST_CASE("a variable past a small max storage buffer range is updated in parts 
       CHECK(split[i] == whole[i]);
     }
   }
+}
+
+namespace {
+
+/// The global norm of gradients of the given sizes (each fed, so known), as
+/// the optimizers' clipping computes it, run twice.
+std::vector<float> norm_twice(vkt::Device& device, const std::vector<std::vector<float>>& grads) {
+  vkt::Graph g(device);
+  // Fed gradients, as train_wide's: a computed one would bind whole tensors
+  // the small range refuses.
+  std::vector<Tensor> dense;
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    const auto n = static_cast<std::int64_t>(grads[i].size());
+    dense.push_back(g.input(fmt::format("c{}", i), {n}));
+  }
+  const Tensor norm = vkt::detail::global_norm(dense);
+  vkt::Executor exec(g, {norm});
+  for (std::size_t i = 0; i < grads.size(); ++i) exec.feed(fmt::format("c{}", i), grads[i]);
+  std::vector<float> out;
+  for (int run = 0; run < 2; ++run) {
+    exec.run();
+    out.push_back(exec.read(norm)[0]);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "the global norm over many workgroups: a double sum's value, the same bits run to run and "
+    "split by a small range") {
+  // Sizes around the 256-float chunks, one that spans many windows.
+  const std::vector<std::size_t> sizes{1, 255, 257, 1000, 50000};
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<std::vector<float>> grads;
+  double squares = 0;
+  for (const std::size_t n : sizes) {
+    std::vector<float>& v = grads.emplace_back(n);
+    for (float& x : v) {
+      x = normal(rng);
+      squares += double{x} * x;
+    }
+  }
+  const std::vector<float> whole = norm_twice(vkt::test::shared_device(), grads);
+  CHECK(whole[0] == Approx(std::sqrt(squares)).epsilon(1e-6));
+  CHECK(whole[1] == whole[0]);
+  const std::vector<float> split = norm_twice(*limited_device(), grads);
+  CHECK(split[0] == whole[0]);
+  CHECK(split[1] == whole[0]);
 }

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <random>
@@ -16,6 +17,7 @@
 #include <vktower/optimizers/ftrl.h>
 #include <vktower/optimizers/rmsprop.h>
 #include <vktower/optimizers/sgd.h>
+#include <vktower/optimizers/sparse_row_links.h>
 #include <vktower/runtime/graph/executor.h>
 #include <vktower/runtime/graph/graph.h>
 #include <vktower/runtime/graph/ops/elementwise.h>
@@ -354,4 +356,99 @@ TEST_CASE(
       worst = std::max(worst, std::abs(got[j] - ref.p[j]) / std::max(std::abs(ref.p[j]), 1.0));
     CHECK(worst < 1e-5);
   }
+}
+
+namespace {
+
+/// head and next of every occurrence as the links op should give them.
+std::vector<std::int32_t> links_on_host(const std::vector<std::int32_t>& ids, std::int64_t rows) {
+  const std::size_t k = ids.size();
+  std::vector<std::int32_t> want(2 * k, -1);
+  for (std::size_t j = 0; j < k; ++j) {
+    if (ids[j] < 0 || ids[j] >= rows) continue;
+    const auto at = [&](auto it) { return static_cast<std::int32_t>(it - ids.begin()); };
+    want[j] = at(std::find(ids.begin(), ids.end(), ids[j]));
+    const auto after =
+        std::find(ids.begin() + static_cast<std::ptrdiff_t>(j) + 1, ids.end(), ids[j]);
+    if (after != ids.end()) want[k + j] = at(after);
+  }
+  return want;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "sparse rows: the occurrence links name each id's first and next occurrence, ids out of "
+    "range none, the same bits on a rerun") {
+  struct LinksCase {
+    std::string label;
+    std::int64_t rows;
+    std::vector<std::int32_t> ids;
+  };
+  std::vector<LinksCase> cases{
+      {"one id", 3, {2}},
+      {"all alike", 5, std::vector<std::int32_t>(300, 4)},
+      {"out of range", 4, {3, -1, 4, 3, 0x7fffffff, -2147483647 - 1, 0, 3, 4, 0}},
+  };
+  std::mt19937 rng(7);
+  for (const int k : {17, 1000, 4099}) {
+    // Text-like (a few ids most of the time) over a large table, so that the
+    // hash table sees both collisions and long runs of one id.
+    std::vector<std::int32_t> ids(static_cast<std::size_t>(k));
+    for (auto& i : ids) {
+      const std::uint32_t r = rng();
+      i = static_cast<std::int32_t>(r % 4 == 0 ? r % 1000003 : (r % 23) * 65536);
+    }
+    cases.push_back({fmt::format("{} text-like ids", k), 2000000, ids});
+  }
+  for (const LinksCase& c : cases) {
+    INFO(c.label);
+    vkt::Graph g(vkt::test::shared_device());
+    const auto k = static_cast<std::int64_t>(c.ids.size());
+    const Tensor ids = g.input("ids", {k}, vkt::DType::I32);
+    const Tensor links = vkt::detail::sparse_row_links(ids, c.rows);
+    vkt::Executor exec(g, {links});
+    exec.feed("ids", c.ids);
+    const std::vector<std::int32_t> want = links_on_host(c.ids, c.rows);
+    std::vector<std::int32_t> first;
+    for (int run = 0; run < 2; ++run) {
+      exec.run();
+      exec.wait();
+      std::vector<std::int32_t> got = exec.read_i32(links);
+      got.resize(want.size());  // the rest is the kernels' scratch
+      CHECK(got == want);
+      if (run == 0) first = got;
+      CHECK(got == first);
+    }
+  }
+}
+
+TEST_CASE(
+    "sparse rows: a row named 3000 times sums its values rows in occurrence order (SGD, the bits "
+    "of a float sum in that order)") {
+  constexpr int kRows = 7, kWidth = 6, kIds = 3000;  // width 6: the float path
+  vkt::Graph g(vkt::test::shared_device(), {.seed = 3});
+  const Tensor table = g.variable("table", {kRows, kWidth}, vkt::Initializer::zeros());
+  const Tensor ids = g.input("ids", {kIds}, vkt::DType::I32);
+  const Tensor dy = g.input("dy", {kIds, kWidth});
+  vkt::SGD sgd(1.0f);
+  vkt::Executor exec(g, {sgd.minimize(vkt::reduce_sum(vkt::embedding_lookup(table, ids) * dy))});
+  std::mt19937 rng(3);
+  std::vector<std::int32_t> id(kIds);
+  for (auto& i : id) i = static_cast<std::int32_t>(rng() % 3 == 0 ? rng() % kRows : 2);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> d(static_cast<std::size_t>(kIds) * kWidth);
+  for (float& x : d) x = uniform(rng);
+  exec.feed("ids", id);
+  exec.feed("dy", d);
+  exec.run();
+  std::vector<float> want(static_cast<std::size_t>(kRows) * kWidth, 0.0f);
+  for (std::size_t j = 0; j < id.size(); ++j) {
+    for (int c = 0; c < kWidth; ++c) {
+      // Summed first (in occurrence order), then subtracted from 0 once.
+      want[static_cast<std::size_t>(id[j]) * kWidth + c] += d[j * kWidth + c];
+    }
+  }
+  for (float& w : want) w = 0.0f - w;
+  CHECK(g.values(table) == want);
 }

@@ -19,9 +19,25 @@ constexpr std::uint32_t kLocalSize = 256;
 /// invocations and a fixed tree (row_tree.glsl's ROW_LANES, reduce_rows.comp,
 /// dense_bias_grad.comp); fixed on every device, so the sums' order is too.
 constexpr std::uint32_t kRowLanes = 64;
-/// Rows at least this long take the row kernels of softmax and layer norm;
-/// shorter ones, one invocation per row.
+/// Rows at least this long take the row kernels of softmax, layer norm and
+/// the sparse cross-entropy where the Device runs rows by workgroup
+/// (row_workgroups); shorter ones, one invocation per row.
 constexpr std::uint32_t kRowKernelLen = 32;
+
+/// True when rows of `len` take a workgroup of kRowLanes each on `device`
+/// (DeviceOptions::row_kernels; Auto: not on CPU devices).
+inline bool row_workgroups(const Device& device, std::int64_t len) {
+  if (len < kRowKernelLen) return false;
+  switch (device.options().row_kernels) {
+    case RowKernels::Workgroup:
+      return true;
+    case RowKernels::Invocation:
+      return false;
+    case RowKernels::Auto:
+      break;
+  }
+  return device.info().type != DeviceType::Cpu;
+}
 
 /// The 1-D kernel `shader` specialised with OP = `op` (constant 1), cached per device.
 inline const Kernel& kernel_1d(RecordContext& ctx, const char* shader, std::uint32_t op) {

@@ -40,10 +40,10 @@ std::int64_t row_blocks(const NormPush& p) {
   return (std::int64_t{p.rows} + kBlockRows - 1) / kBlockRows;
 }
 
-// Rows of kRowKernelLen and more take the row kernels (*_rows.comp: a
-// workgroup of kRowLanes per row, the sums by a fixed tree); shorter ones one
-// invocation per row. Forward and backward decide alike, so the statistics match.
-using ops_detail::kRowKernelLen;
+// Rows take the row kernels (*_rows.comp: a workgroup of kRowLanes per row,
+// the sums by a fixed tree) where the device runs rows by workgroup
+// (ops_detail::row_workgroups); else one invocation per row. Forward and
+// backward decide alike, so the statistics match.
 using ops_detail::kRowLanes;
 
 /// `shader` (the row kernel's name when the rows are long) and its dispatch.
@@ -52,8 +52,8 @@ struct RowDispatch {
   std::uint32_t local;
   std::uint64_t invocations;
 };
-RowDispatch row_dispatch(const char* shader, const NormPush& p) {
-  if (p.d >= kRowKernelLen) {
+RowDispatch row_dispatch(const Device& device, const char* shader, const NormPush& p) {
+  if (ops_detail::row_workgroups(device, p.d)) {
     return {std::string(shader) + "_rows", kRowLanes, std::uint64_t{p.rows} * kRowLanes};
   }
   return {shader, ops_detail::kLocalSize, p.rows};
@@ -78,7 +78,7 @@ class NormGradOp final : public Op {
     std::vector<BufferRange> buffers;
     for (const Tensor& t : in) buffers.push_back(ctx.buffer(t));
     buffers.push_back(ctx.buffer(out));
-    const RowDispatch rows = row_dispatch(shader_, push);
+    const RowDispatch rows = row_dispatch(ctx.device(), shader_, push);
     const Kernel& kernel =
         param_ ? ops_detail::kernel_1d(ctx, shader_, static_cast<std::uint32_t>(*param_))
                : ctx.device().kernel({.shader = rows.shader, .local_size = {rows.local, 1, 1}});
@@ -104,7 +104,7 @@ class LayerNormOp final : public Op {
   std::string type() const override { return "layer_norm"; }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const NormPush push = rows_of(in[0].shape(), epsilon_);
-    const RowDispatch rows = row_dispatch("layer_norm", push);
+    const RowDispatch rows = row_dispatch(ctx.device(), "layer_norm", push);
     ops_detail::dispatch_1d(
         ctx, ctx.device().kernel({.shader = rows.shader, .local_size = {rows.local, 1, 1}}),
         {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(in[2]), ctx.buffer(out)}, push,

@@ -89,6 +89,29 @@ const Kernel& loss_kernel(RecordContext& ctx, const char* shader, const LossPara
 /// dispatch, spread over many workgroups, is faster.
 constexpr std::int64_t kFusedLossElements = 16384;
 
+/// Sparse cross-entropies whose logits have more elements than
+/// kFusedLossElements take xent_rows.comp, a workgroup per row, where the
+/// device runs rows by workgroup (ops_detail::row_workgroups): a summed loss
+/// becomes per-row losses and their sum (two dispatches, the sum a
+/// weighted_loss over the rows), as one workgroup, or one invocation per row,
+/// walking a vocabulary leaves a GPU idle. Smaller ones keep the single fused
+/// dispatch.
+bool xent_rows(const Device& device, const LossParams& p, const Shape& logits) {
+  return p.kind == LossKind::SparseXent && logits.elements() > kFusedLossElements &&
+         ops_detail::row_workgroups(device, logits[logits.rank() - 1]);
+}
+
+/// xent_rows.comp for the gradient (`grad`) or the weighted per-row losses,
+/// a workgroup per row (push.n rows); buffers (labels, logits, dy, weights, out).
+void dispatch_xent_rows(RecordContext& ctx, const LossParams& p, bool grad,
+                        std::initializer_list<BufferRange> buffers, const LossPush& push) {
+  const Kernel& kernel = ctx.device().kernel(
+      {.shader = "xent_rows",
+       .local_size = {ops_detail::kRowLanes, 1, 1},
+       .constants = {SpecConstant::u32(2, p.has_w ? 1 : 0), SpecConstant::u32(3, grad ? 1 : 0)}});
+  ops_detail::dispatch_1d(ctx, kernel, buffers, push, std::int64_t{push.n} * ops_detail::kRowLanes);
+}
+
 /// d(loss op)/d(one data input); inputs (data..., dy, weights?).
 class LossGradOp final : public Op {
  public:
@@ -114,6 +137,11 @@ class LossGradOp final : public Op {
     const Tensor weights = p_.has_w ? in[d + 1] : Tensor{};
     const LossPush push = push_for(p_, in, weights, summed_ ? 0 : 1);
     const BufferRange w = ctx.buffer(p_.has_w ? weights : dy);  // unread without weights
+    if (xent_rows(ctx.device(), p_, in[d - 1].shape())) {
+      return dispatch_xent_rows(
+          ctx, p_, true,
+          {ctx.buffer(in[0]), ctx.buffer(in[d - 1]), ctx.buffer(dy), w, ctx.buffer(out)}, push);
+    }
     ops_detail::dispatch_1d(
         ctx, loss_kernel(ctx, "loss_grad", p_, ops_detail::kLocalSize, wrt_labels_),
         {ctx.buffer(in[0]), ctx.buffer(in[d - 1]), ctx.buffer(dy), w, ctx.buffer(out)}, push,
@@ -146,6 +174,11 @@ class LossOp final : public Op {
     const BufferRange x = ctx.buffer(in[d - 1]);
     const std::initializer_list<BufferRange> buffers{
         ctx.buffer(in[0]), x, p_.has_w ? ctx.buffer(weights) : x, ctx.buffer(out)};
+    if (!summed_ && xent_rows(ctx.device(), p_, in[d - 1].shape())) {
+      const BufferRange w = p_.has_w ? ctx.buffer(weights) : x;
+      return dispatch_xent_rows(ctx, p_, false, {ctx.buffer(in[0]), x, x, w, ctx.buffer(out)},
+                                push);
+    }
     if (summed_) {
       // One workgroup: the sum is a tree over its invocations (loss_sum.comp).
       ctx.stream().dispatch(loss_kernel(ctx, "loss_sum", p_, 0), buffers, push, Groups{1, 1, 1});
@@ -268,6 +301,13 @@ Tensor reduce_loss(LossParams p, std::vector<Tensor> data, Shape s, Tensor weigh
   const auto make = [&](LossParams q, bool summed) {
     std::vector<Tensor> inputs = data;
     if (q.has_w) inputs.push_back(weights);
+    if (summed && xent_rows(g.device(), q, data.back().shape())) {
+      // The weighted losses a workgroup per row, then their sum.
+      const float scale = std::exchange(q.scale, 1.0f);
+      const Tensor rows = g.add_node(std::make_unique<LossOp>(q, false), inputs, s);
+      const LossParams sum{.kind = LossKind::Identity, .scale = scale};
+      return g.add_node(std::make_unique<LossOp>(sum, true), {rows}, Shape{});
+    }
     return g.add_node(std::make_unique<LossOp>(q, summed), inputs, summed ? Shape{} : s);
   };
   p.has_w = weights.valid();

@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <optional>
 #include <string_view>
 
@@ -184,15 +183,13 @@ std::vector<Gradient> matmul_detail::matmul_gradients(const Tensor& a, const Ten
 }
 
 MatmulVariant matmul_variant(const Device& device) {
-  const char* env = std::getenv("VKT_MATMUL_VARIANT");
-  const std::string_view want = env != nullptr ? env : "";
-  if (want == "tiled") return MatmulVariant::Tiled;
-  if (want == "texel") return MatmulVariant::Texel;
-  if (!want.empty() && want != "auto") {
-    throw Error(
-        fmt::format("VKT_MATMUL_VARIANT='{}' is not a matmul variant; use tiled, texel "
-                    "or auto (or leave it unset)",
-                    want));
+  switch (device.options().matmul) {
+    case MatmulKernels::Tiled:
+      return MatmulVariant::Tiled;
+    case MatmulKernels::Texel:
+      return MatmulVariant::Texel;
+    case MatmulKernels::Auto:
+      break;
   }
   return device.info().is_lavapipe ? MatmulVariant::Texel : MatmulVariant::Tiled;
 }

@@ -35,10 +35,9 @@ Tensor bias_add(const Tensor& x, const Tensor& bias);
 /// Both run on any Vulkan device and give the same values up to rounding.
 enum class MatmulVariant { Tiled, Texel };
 
-/// The variant matmul records on `device`: Texel on lavapipe, Tiled elsewhere.
-/// The environment variable VKT_MATMUL_VARIANT=tiled, =texel or =auto (read
-/// when a step is recorded) overrides the choice, e.g. to test the GPU kernel on
-/// lavapipe; another value is a vkt::Error. An operand whose memory cannot be
+/// The variant matmul records on `device`: its DeviceOptions::matmul (which
+/// VKT_MATMUL_VARIANT sets where the Device is made), Auto meaning Texel on
+/// lavapipe and Tiled elsewhere. An operand whose memory cannot be
 /// bound as a texel buffer (offset alignment, size limit) is read by the tiled
 /// kernel whatever the choice.
 MatmulVariant matmul_variant(const Device& device);

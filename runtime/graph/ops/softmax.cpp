@@ -27,13 +27,13 @@ RowPush rows_around(const Shape& shape, int axis) {
           static_cast<std::uint32_t>(inner)};
 }
 
-// Rows over the last axis of kRowKernelLen and more take the row kernels
-// (softmax_rows*.comp: a workgroup of kRowLanes per row, a fixed tree).
-using ops_detail::kRowKernelLen;
+// Rows over the last axis take the row kernels (softmax_rows*.comp: a
+// workgroup of kRowLanes per row, a fixed tree) where the device runs rows by
+// workgroup (ops_detail::row_workgroups).
 using ops_detail::kRowLanes;
 
-bool row_kernel(const RowPush& p) {
-  return p.inner == 1 && p.len >= kRowKernelLen;
+bool row_kernel(const Device& device, const RowPush& p) {
+  return p.inner == 1 && ops_detail::row_workgroups(device, p.len);
 }
 
 /// What the forward reads besides x: softmax(scale * x), masked causally
@@ -66,7 +66,7 @@ class SoftmaxGradOp final : public Op {
   }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const RowPush p = rows_around(out.shape(), axis_);
-    const bool rows = row_kernel(p);
+    const bool rows = row_kernel(ctx.device(), p);
     const std::initializer_list<BufferRange> buffers{ctx.buffer(in[0]), ctx.buffer(in[1]),
                                                      ctx.buffer(out)};
     const Kernel& kernel =
@@ -105,7 +105,7 @@ class SoftmaxOp final : public Op {
   }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const RowPush p = rows_around(out.shape(), axis_);
-    const bool rows = row_kernel(p);
+    const bool rows = row_kernel(ctx.device(), p);
     const std::initializer_list<BufferRange> buffers{ctx.buffer(in[0]), ctx.buffer(out)};
     const Kernel& kernel = softmax_kernel(ctx, rows ? "softmax_rows" : "softmax", kind_, rows);
     if (rows) {
