@@ -87,6 +87,8 @@ std::pair<double, double> train_rate(vkt::Instance& instance, int n, const Flags
       "copy back {:.1f} ms\n",
       n, n == 1 ? "" : "s", median(towers_ms), median(reduce_ms), median(apply_ms),
       median(copy_ms));
+  // train_step returns with its step still queued: the last steps end here.
+  (void)spec.run->loss();
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return {static_cast<double>(b * t) * f.steps / wall_s, median(step_ms)};
