@@ -46,10 +46,12 @@ enum class TowerDevices { Auto, PerTower, Shared };
 struct ReplicateOptions {
   LossReduction loss_reduction = LossReduction::SumByNonzeroWeights;
   /// Indices into the instance's devices, may repeat and mix GPUs and CPU
-  /// devices; empty = the default choice (choose_default_devices: every usable
-  /// GPU, the CPU devices only when there is none). VKT_DEVICES, when set,
-  /// replaces the list (any program moves to another device set without
-  /// recompiling) and the run logs once that it did.
+  /// devices, taken as given; empty = the default choice: VKT_DEVICES when set
+  /// (a program that names no devices moves to another device set without
+  /// recompiling; the run logs once that it did), else choose_default_devices
+  /// (every usable GPU, the CPU devices only when there is none). A program
+  /// that lets the environment replace its own list calls
+  /// device_list_from_environment() where it starts, as the samples do.
   std::vector<std::uint32_t> devices{};
   VariableMode variable_mode = VariableMode::SharedLocalParameterServer;
   /// Device index of the consolidation device; default: the first tower's.

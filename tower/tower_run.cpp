@@ -63,8 +63,11 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
   }
   pool_ = root.device_pool();
   Instance& instance = root.instance();
+  // A list the program passed is taken as given; only the default choice
+  // consults VKT_DEVICES.
+  for (const std::uint32_t index : options.devices) (void)instance.device(index);
   const std::vector<std::uint32_t> devices =
-      device_list_from_environment(instance, options.devices);
+      options.devices.empty() ? device_list_from_environment(instance) : options.devices;
   const int n = static_cast<int>(devices.size());
   if (options.consolidation_device) (void)instance.device(*options.consolidation_device);
   if (options.bucket_bytes == 0) {

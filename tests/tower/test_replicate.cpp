@@ -18,6 +18,7 @@
 #include <vktower/tower/tower_run.h>
 #include <cstdio>
 
+#include "../env_scope.h"
 #include "../test_support.h"
 
 using Catch::Matchers::Contains;
@@ -340,4 +341,14 @@ TEST_CASE("last_step_times: the slowest tower's device time, read back when aske
   CHECK(run.spec.run->last_step_times().slowest_tower == slowest);  // read once
   run.step({1, 2}, {5, 6});
   CHECK(run.spec.run->last_step_times().slowest_tower > 0.0);
+}
+
+TEST_CASE("VKT_DEVICES is the default choice of a run that names no devices, never over a list") {
+  const vkt::test::EnvScope devices("VKT_DEVICES", "0,0");
+  // The program's list stands: one tower, not the environment's two.
+  Run given(scalar_model, towers(1, vkt::LossReduction::Sum));
+  CHECK(given.spec.run->towers() == 1);
+  // No list: the environment's.
+  Run chosen(scalar_model, {.loss_reduction = vkt::LossReduction::Sum});
+  CHECK(chosen.spec.run->towers() == 2);
 }
