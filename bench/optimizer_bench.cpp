@@ -46,6 +46,18 @@ struct Entry {
   int floats_touched;  // per parameter element: reads + writes of parameter, gradient, slots
 };
 
+/// The update's seconds: a step with it minus the same step without it
+/// (medians of `reps` runs each).
+double update_seconds(vkt::Executor& with_update, vkt::Executor& gradients_only, int reps) {
+  const auto seconds = [reps](vkt::Executor& e) {
+    return median_seconds(reps, [&] {
+      e.run();
+      e.wait();
+    });
+  };
+  return std::max(seconds(with_update) - seconds(gradients_only), 1e-9);
+}
+
 /// k ids as text gives them: three in four among 20 rows, the rest anywhere.
 std::vector<std::int32_t> text_like_ids(std::size_t k, int rows, std::mt19937& rng) {
   std::vector<std::int32_t> ids(k);
@@ -104,15 +116,7 @@ void bench_sparse(vkt::Device& device, int rows, int width, const std::vector<st
       e->feed("ids", id);
       e->feed("dy", d);
     }
-    const double t_all = median_seconds(reps, [&] {
-      with_update.run();
-      with_update.wait();
-    });
-    const double t_grads = median_seconds(reps, [&] {
-      gradients_only.run();
-      gradients_only.wait();
-    });
-    const double t_update = std::max(t_all - t_grads, 1e-9);
+    const double t_update = update_seconds(with_update, gradients_only, reps);
     std::vector<float> p(static_cast<std::size_t>(rows) * width, 0.5f), m(p.size(), 0.0f),
         v(p.size(), 0.0f);
     int t = 0;
@@ -204,15 +208,7 @@ int main(int argc, char** argv) {
         with_update.feed(fmt::format("g{}", v), host);
         gradients_only.feed(fmt::format("g{}", v), host);
       }
-      const double t_all = median_seconds(reps, [&] {
-        with_update.run();
-        with_update.wait();
-      });
-      const double t_grads = median_seconds(reps, [&] {
-        gradients_only.run();
-        gradients_only.wait();
-      });
-      const double t_update = std::max(t_all - t_grads, 1e-9);
+      const double t_update = update_seconds(with_update, gradients_only, reps);
       const double touched = static_cast<double>(e.floats_touched) * 4.0 *
                              static_cast<double>(per_variable) * variables;
       const double gbs = touched / t_update / 1e9;

@@ -37,6 +37,18 @@ std::vector<T> permuted(const std::vector<T>& x, const Shape& shape, const std::
   return out;
 }
 
+/// permute against permuted(), forward and gradient.
+void check_permute(const Shape& shape, const std::vector<int>& perm) {
+  INFO("shape " << shape.str() << ", order " << fmt::format("{}", fmt::join(perm, ",")));
+  const OpSpec spec{
+      .name = "permute",
+      .shapes = {shape},
+      .build = [&](const std::vector<Tensor>& in) { return vkt::permute(in[0], perm); },
+      .reference = [&](const std::vector<Values>& in) { return permuted(in[0], shape, perm); },
+      .forward_tolerance = 0};
+  vkt::test::check_op(spec, 3);
+}
+
 }  // namespace
 
 TEST_CASE("permute: every axis order of rank 3 and 4, forward and gradient", "[permute]") {
@@ -44,14 +56,7 @@ TEST_CASE("permute: every axis order of rank 3 and 4, forward and gradient", "[p
     std::vector<int> perm(static_cast<std::size_t>(shape.rank()));
     std::iota(perm.begin(), perm.end(), 0);
     do {
-      INFO("shape " << shape.str() << ", order " << fmt::format("{}", fmt::join(perm, ",")));
-      const OpSpec spec{
-          .name = "permute",
-          .shapes = {shape},
-          .build = [&](const std::vector<Tensor>& in) { return vkt::permute(in[0], perm); },
-          .reference = [&](const std::vector<Values>& in) { return permuted(in[0], shape, perm); },
-          .forward_tolerance = 0};
-      vkt::test::check_op(spec, 3);
+      check_permute(shape, perm);
     } while (std::next_permutation(perm.begin(), perm.end()));
   }
 }
@@ -63,16 +68,7 @@ TEST_CASE("permute: rank 5 and 6 (a fused projection's heads moved out), forward
       {Shape{2, 3, 1, 4, 5}, {4, 3, 2, 1, 0}},
       {Shape{2, 3, 2, 1, 3, 2}, {5, 0, 4, 1, 3, 2}},
       {Shape{2, 3, 2, 2, 3, 2}, {1, 0, 3, 2, 5, 4}}};
-  for (const auto& [shape, perm] : cases) {
-    INFO("shape " << shape.str() << ", order " << fmt::format("{}", fmt::join(perm, ",")));
-    const OpSpec spec{
-        .name = "permute",
-        .shapes = {shape},
-        .build = [&](const std::vector<Tensor>& in) { return vkt::permute(in[0], perm); },
-        .reference = [&](const std::vector<Values>& in) { return permuted(in[0], shape, perm); },
-        .forward_tolerance = 0};
-    vkt::test::check_op(spec, 3);
-  }
+  for (const auto& [shape, perm] : cases) check_permute(shape, perm);
 }
 
 TEST_CASE("transpose swaps two axes (the last two by default), and i32 permutes too", "[permute]") {
