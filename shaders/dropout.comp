@@ -10,7 +10,11 @@
 // its shard starts in the global batch. An element is kept when its 32-bit
 // hash is >= threshold (= rate * 2^32, computed on the host), i.e. with
 // probability 1 - rate.
+// Each invocation takes PER consecutive elements and hashes their row's part
+// once (the row's length a constant, so no run-time division on lavapipe,
+// which divides lane by lane): the same bits as one element an invocation.
 layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint ROW_ELEMENTS = 1;  // elements of x per row (over dimension 0)
 #include "index.glsl"
 #include "dropout_hash.glsl"
 
@@ -22,13 +26,22 @@ layout(push_constant) uniform Params {
   uint threshold;
   uint key;  // the op's position in its graph mixed with the user's seed_offset
   float scale;
-  uint row_elements;  // elements of x per row (x's size over dimension 0)
 };
 
+const uint PER = 4u;
+
 void main() {
-  uint i = linear_index();
-  if (i >= n) return;
-  const uint h = dropout_hash(step_params[1], step_params[0], key, step_params[2] + i / row_elements,
-                              i % row_elements);
-  o[i] = h >= threshold ? x[i] * scale : 0.0;
+  uint first = linear_index() * PER;
+  if (first >= n) return;
+  uint seed = step_params[1], step = step_params[0], first_row = step_params[2];
+  uint row = first / ROW_ELEMENTS, element = first % ROW_ELEMENTS;
+  uint h = dropout_row_hash(seed, step, key, first_row + row);
+  for (uint i = first; i < min(first + PER, n); ++i) {
+    if (element == ROW_ELEMENTS) {
+      element = 0u;
+      h = dropout_row_hash(seed, step, key, first_row + ++row);
+    }
+    o[i] = dropout_element_hash(h, key, element) >= threshold ? x[i] * scale : 0.0;
+    ++element;
+  }
 }

@@ -14,12 +14,21 @@ uint mix32(uint v) {
   return v;
 }
 
-// 32 bits for element `element` of row `row`; dropout keeps it when the
-// result is >= rate * 2^32.
-uint dropout_hash(uint seed, uint step, uint key, uint row, uint element) {
+// The part of the hash that a row's elements share.
+uint dropout_row_hash(uint seed, uint step, uint key, uint row) {
   uint h = mix32(seed ^ 0x9e3779b9u);
   h = mix32(h ^ step);
   h = mix32(h ^ key);
-  h = mix32(h ^ row);
-  return mix32(mix32(h ^ element) + key);
+  return mix32(h ^ row);
+}
+
+// 32 bits for element `element` of the row whose dropout_row_hash is `row_hash`.
+uint dropout_element_hash(uint row_hash, uint key, uint element) {
+  return mix32(mix32(row_hash ^ element) + key);
+}
+
+// 32 bits for element `element` of row `row`; dropout keeps it when the
+// result is >= rate * 2^32.
+uint dropout_hash(uint seed, uint step, uint key, uint row, uint element) {
+  return dropout_element_hash(dropout_row_hash(seed, step, key, row), key, element);
 }

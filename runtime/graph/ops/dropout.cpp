@@ -18,8 +18,10 @@ namespace {
 struct DropoutPush {
   std::uint32_t n, threshold, key;
   float scale;
-  std::uint32_t row_elements;
 };
+
+/// dropout.comp's PER: the elements one invocation takes.
+constexpr std::int64_t kElementsPerInvocation = 4;
 
 class DropoutOp final : public Op {
  public:
@@ -37,14 +39,18 @@ class DropoutOp final : public Op {
     // A scalar is one row of one element.
     const std::int64_t rows =
         out.shape().rank() == 0 ? 1 : std::max<std::int64_t>(out.shape()[0], 1);
-    const DropoutPush push{
-        static_cast<std::uint32_t>(out.shape().elements()),
-        static_cast<std::uint32_t>(std::min(threshold, 4294967295.0)), key_, scale(rate_),
-        static_cast<std::uint32_t>(std::max<std::int64_t>(out.shape().elements() / rows, 1))};
+    const DropoutPush push{static_cast<std::uint32_t>(out.shape().elements()),
+                           static_cast<std::uint32_t>(std::min(threshold, 4294967295.0)), key_,
+                           scale(rate_)};
+    const auto row_elements =
+        static_cast<std::uint32_t>(std::max<std::int64_t>(out.shape().elements() / rows, 1));
     ops_detail::dispatch_1d(
         ctx,
-        ctx.device().kernel({.shader = "dropout", .local_size = {ops_detail::kLocalSize, 1, 1}}),
-        {ctx.buffer(in[0]), ctx.step_params(), ctx.buffer(out)}, push, out.shape().elements());
+        ctx.device().kernel({.shader = "dropout",
+                             .local_size = {ops_detail::kLocalSize, 1, 1},
+                             .constants = {SpecConstant::u32(1, row_elements)}}),
+        {ctx.buffer(in[0]), ctx.step_params(), ctx.buffer(out)}, push,
+        (out.shape().elements() + kElementsPerInvocation - 1) / kElementsPerInvocation);
   }
 
   std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor& out,
