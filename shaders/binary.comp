@@ -6,6 +6,10 @@
 layout(local_size_x_id = 0) in;
 #include "index.glsl"
 layout(constant_id = 1) const uint OP = 0;
+// Both operands of the output's shape (a residual add, a gradient sum): element
+// i of each, without the index arithmetic (four run-time divisions an element,
+// which lavapipe does lane by lane).
+layout(constant_id = 2) const bool SAME_SHAPES = false;
 
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 layout(std430, binding = 1) readonly buffer B { float b[]; };
@@ -24,6 +28,10 @@ layout(push_constant) uniform Params {
 void main() {
   uint i = linear_index();
   if (i >= n) return;
+  if (SAME_SHAPES) {
+    o[i] = binary_op(OP, a[i], b[i]);
+    return;
+  }
   uint rest = i;
   uint ia = 0, ib = 0;
   for (int d = 3; d >= 0; --d) {

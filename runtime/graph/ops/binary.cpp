@@ -57,9 +57,14 @@ class BinaryOp final : public Op {
     push.dims = fold.dims;
     push.a_strides = fold.strides[0];
     push.b_strides = fold.strides[1];
-    ops_detail::dispatch_1d(
-        ctx, ops_detail::kernel_1d(ctx, "binary", static_cast<std::uint32_t>(kind_)),
-        {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(out)}, push, shape.elements());
+    const bool same_shapes = in[0].shape() == shape && in[1].shape() == shape;
+    const Kernel& kernel =
+        ctx.device().kernel({.shader = "binary",
+                             .local_size = {ops_detail::kLocalSize, 1, 1},
+                             .constants = {SpecConstant::u32(1, static_cast<std::uint32_t>(kind_)),
+                                           SpecConstant::u32(2, same_shapes ? 1 : 0)}});
+    ops_detail::dispatch_1d(ctx, kernel, {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(out)},
+                            push, shape.elements());
   }
 
   std::vector<Gradient> gradient(std::span<const Tensor> in, const Tensor& out,
