@@ -237,7 +237,7 @@ void SparseApplyOp::record(RecordContext& ctx, std::span<const Tensor> in,
   std::vector<WindowSegment> segments;
   std::vector<std::uint64_t> items;  // work items of each segment: occurrences x blocks
   for (std::size_t v = 0; v < variables_; ++v) {
-    const std::size_t at = first + v * kSparseStride + v * slots_;
+    const std::size_t at = first + v * (kSparseStride + slots_);
     if (ctx.buffer(in[at]).buffer != &arena || ctx.buffer(in[at + 1]).buffer != &grads ||
         ctx.buffer(in[at + 2]).buffer != &grads || ctx.buffer(in[at + 3]).buffer != &links) {
       throw Error(
@@ -307,7 +307,7 @@ void SparseApplyOp::write_host_params(std::span<std::byte> out, std::span<const 
   const std::size_t first = first_variable();
   std::uint32_t items = 0;
   for (std::size_t v = 0; v < variables_; ++v) {
-    const std::size_t at = first + v * kSparseStride + v * slots_;
+    const std::size_t at = first + v * (kSparseStride + slots_);
     const std::size_t w = kApplyHeaderWords + v * 12;
     const std::uint32_t width = row_width(in[at]);
     const auto k = static_cast<std::uint32_t>(in[at + 2].shape().elements());

@@ -36,14 +36,14 @@ struct NormPush {
 
 class GlobalNormOp final : public Op {
  public:
-  explicit GlobalNormOp(std::size_t tensors) : tensors_(tensors) {}
+  /// `first_chunk`: per tensor, the chunks of the tensors before it; then the total.
+  explicit GlobalNormOp(std::vector<std::uint64_t> first_chunk)
+      : first_chunk_(std::move(first_chunk)) {}
   std::string type() const override { return "global_norm"; }
   bool windows_input(std::size_t) const override { return true; }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const Buffer& grads = *ctx.buffer(in[0]).buffer;
     std::vector<WindowSegment> segments;
-    std::vector<std::uint64_t> first_chunk;  // per tensor, chunks before it
-    std::uint64_t chunks = 0;
     for (const Tensor& t : in) {
       const BufferRange r = ctx.buffer(t);
       if (r.buffer != &grads) {
@@ -52,8 +52,6 @@ class GlobalNormOp final : public Op {
       // Whole chunks per window: each chunk's sum is the same bits however
       // the windows fall.
       segments.push_back({chunks_of(t), {{r.offset, 4 * kChunk, 0}}, t.name()});
-      first_chunk.push_back(chunks);
-      chunks += chunks_of(t);
     }
     Device& device = ctx.device();
     const BufferRange table = ctx.host_params();
@@ -64,8 +62,8 @@ class GlobalNormOp final : public Op {
       const Window& w = part.windows[0];
       const BufferRange x(grads, w.offset,
                           std::min<std::uint64_t>(w.bytes, grads.size() - w.offset));
-      const std::uint64_t begin = first_chunk[part.first_segment] + part.first_unit;
-      const std::uint64_t end = first_chunk[part.end_segment - 1] + part.end_unit;
+      const std::uint64_t begin = first_chunk_[part.first_segment] + part.first_unit;
+      const std::uint64_t end = first_chunk_[part.end_segment - 1] + part.end_unit;
       if (end == begin) continue;
       const NormPush push{part.first_segment,
                           part.end_segment,
@@ -86,36 +84,35 @@ class GlobalNormOp final : public Op {
     throw Error("global_norm has no gradient");
   }
   std::size_t host_params_bytes() const override {
-    return kNormHeaderBytes + tensors_ * kNormSegmentBytes;
+    return kNormHeaderBytes + (first_chunk_.size() - 1) * kNormSegmentBytes;
   }
   void write_host_params(std::span<std::byte> out, std::span<const Tensor> in,
                          const HostParamsContext& ctx) const override {
     std::vector<std::uint32_t> words(out.size() / 4, 0);
-    std::uint64_t chunks = 0;
     for (std::size_t i = 0; i < in.size(); ++i) {
       words[4 + 4 * i] = static_cast<std::uint32_t>(ctx.buffer(in[i]).offset / 4);
       words[4 + 4 * i + 1] = static_cast<std::uint32_t>(in[i].shape().elements());
-      words[4 + 4 * i + 2] = static_cast<std::uint32_t>(chunks);
-      chunks += chunks_of(in[i]);
+      words[4 + 4 * i + 2] = static_cast<std::uint32_t>(first_chunk_[i]);
     }
     words[0] = static_cast<std::uint32_t>(in.size());
-    words[1] = static_cast<std::uint32_t>(chunks);
+    words[1] = static_cast<std::uint32_t>(first_chunk_.back());
     std::memcpy(out.data(), words.data(), out.size());
   }
 
  private:
-  std::size_t tensors_;
+  std::vector<std::uint64_t> first_chunk_;
 };
 
 }  // namespace
 
 Tensor global_norm(const std::vector<Tensor>& tensors) {
   if (tensors.empty()) throw Error("global_norm: no tensors given");
-  std::uint64_t chunks = 0;
-  for (const Tensor& t : tensors) chunks += chunks_of(t);
+  std::vector<std::uint64_t> first_chunk{0};
+  for (const Tensor& t : tensors) first_chunk.push_back(first_chunk.back() + chunks_of(t));
+  const std::uint64_t chunks = first_chunk.back();
   // The norm, then each chunk's sum of squares (the first pass's partials).
-  return tensors.front().graph().add_node(std::make_unique<GlobalNormOp>(tensors.size()), tensors,
-                                          Shape{static_cast<std::int64_t>(1 + chunks)});
+  return tensors.front().graph().add_node(std::make_unique<GlobalNormOp>(std::move(first_chunk)),
+                                          tensors, Shape{static_cast<std::int64_t>(1 + chunks)});
 }
 
 }  // namespace vkt::detail

@@ -38,16 +38,15 @@ class SparseRowLinksOp final : public Op {
   std::string type() const override { return "sparse_row_links"; }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const std::int64_t k = in[0].shape().elements();
-    const std::uint64_t slots = slots_;
     const Kernel& kernel = ctx.device().kernel(
         {.shader = "sparse_row_links", .local_size = {ops_detail::kLocalSize, 1, 1}});
     for (std::uint32_t pass = 0; pass < 5; ++pass) {
       const std::uint64_t threads =
-          pass == 0 || pass == 2 || pass == 4 ? slots : static_cast<std::uint64_t>(k);
+          pass == 0 || pass == 2 || pass == 4 ? slots_ : static_cast<std::uint64_t>(k);
       ctx.stream().dispatch(
           kernel, {ctx.buffer(in[0]), ctx.buffer(out)},
           LinksPush{static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(rows_),
-                    static_cast<std::uint32_t>(slots), pass},
+                    static_cast<std::uint32_t>(slots_), pass},
           Stream::linear_groups(kernel, std::max<std::uint64_t>(threads, 1)));
     }
   }

@@ -6,9 +6,9 @@
 layout(local_size_x_id = 0) in;
 #include "index.glsl"
 layout(constant_id = 1) const uint OP = 0;
-// Both operands of the output's shape (a residual add, a gradient sum): element
-// i of each, without the index arithmetic (four run-time divisions an element,
-// which lavapipe does lane by lane).
+// Neither operand broadcast once the axes are folded (a residual add, a
+// gradient sum): element i of each, without the index arithmetic (four
+// run-time divisions an element, which lavapipe does lane by lane).
 layout(constant_id = 2) const bool SAME_SHAPES = false;
 
 layout(std430, binding = 0) readonly buffer A { float a[]; };

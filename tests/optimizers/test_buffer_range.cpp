@@ -1,7 +1,8 @@
 // Devices whose maxStorageBufferRange is small: the optimizers and the global
 // norm bind their arenas as windows of at most that range, split over several
 // dispatches, and train to the same bits as one dispatch over whole arenas;
-// ranges and tensors past the limit are clear errors.
+// the sparse links take a compact table; ranges and tensors past the limit
+// are clear errors.
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
@@ -15,6 +16,7 @@
 #include <vktower/optimizers/apply_window.h>
 #include <vktower/optimizers/rmsprop.h>
 #include <vktower/optimizers/sgd.h>
+#include <vktower/optimizers/sparse_row_links.h>
 #include <vktower/runtime/graph/executor.h>
 #include <vktower/runtime/graph/graph.h>
 #include <vktower/runtime/graph/ops/elementwise.h>
@@ -27,6 +29,7 @@
 
 #include "../shared_device.h"
 #include "../test_support.h"
+#include "sparse_links_reference.h"
 
 using Catch::Matchers::Contains;
 using vkt::Tensor;
@@ -354,4 +357,32 @@ TEST_CASE(
   const std::vector<float> split = norm_twice(*limited_device(), grads);
   CHECK(split[0] == whole[0]);
   CHECK(split[1] == whole[0]);
+}
+
+TEST_CASE(
+    "sparse links under a small max storage buffer range: the compact hash table gives the same "
+    "links, and ids past the range are refused in one line") {
+  const std::unique_ptr<vkt::Device> device = limited_device();
+  // 24 ids: a table of 64 slots would take 1060 bytes, past the 1 KiB range;
+  // the compact one (32 slots) takes 676.
+  std::vector<std::int32_t> ids(24);
+  for (std::size_t j = 0; j < ids.size(); ++j) ids[j] = static_cast<std::int32_t>((j * 7) % 5);
+  ids[3] = 9;  // out of range
+  vkt::Graph g(*device);
+  const Tensor input = g.input("ids", {24}, vkt::DType::I32);
+  const Tensor links = vkt::detail::sparse_row_links(input, 6);
+  CHECK(links.shape().elements() == 3 * 24 + 3 * 32 + 1);
+  vkt::Executor exec(g, {links});
+  exec.feed("ids", ids);
+  exec.run();
+  std::vector<std::int32_t> got = exec.read_i32(links);
+  got.resize(48);
+  CHECK(got == vkt::test::links_on_host(ids, 6));
+
+  vkt::Graph big(*device);
+  const Tensor many = big.input("ids", {100}, vkt::DType::I32);
+  CHECK_THAT(vkt::test::error_of([&] { vkt::detail::sparse_row_links(many, 6); }),
+             Contains("a sparse gradient of 100 rows needs 2740 bytes") &&
+                 Contains("max storage buffer range of 1024 bytes") &&
+                 Contains("use a dense gradient"));
 }

@@ -26,6 +26,7 @@
 
 #include "../shared_device.h"
 #include "optimizer_reference.h"
+#include "sparse_links_reference.h"
 
 using vkt::Shape;
 using vkt::Tensor;
@@ -358,25 +359,6 @@ TEST_CASE(
   }
 }
 
-namespace {
-
-/// head and next of every occurrence as the links op should give them.
-std::vector<std::int32_t> links_on_host(const std::vector<std::int32_t>& ids, std::int64_t rows) {
-  const std::size_t k = ids.size();
-  std::vector<std::int32_t> want(2 * k, -1);
-  for (std::size_t j = 0; j < k; ++j) {
-    if (ids[j] < 0 || ids[j] >= rows) continue;
-    const auto at = [&](auto it) { return static_cast<std::int32_t>(it - ids.begin()); };
-    want[j] = at(std::find(ids.begin(), ids.end(), ids[j]));
-    const auto after =
-        std::find(ids.begin() + static_cast<std::ptrdiff_t>(j) + 1, ids.end(), ids[j]);
-    if (after != ids.end()) want[k + j] = at(after);
-  }
-  return want;
-}
-
-}  // namespace
-
 TEST_CASE(
     "sparse rows: the occurrence links name each id's first and next occurrence, ids out of "
     "range none, the same bits on a rerun") {
@@ -409,7 +391,7 @@ TEST_CASE(
     const Tensor links = vkt::detail::sparse_row_links(ids, c.rows);
     vkt::Executor exec(g, {links});
     exec.feed("ids", c.ids);
-    const std::vector<std::int32_t> want = links_on_host(c.ids, c.rows);
+    const std::vector<std::int32_t> want = vkt::test::links_on_host(c.ids, c.rows);
     std::vector<std::int32_t> first;
     for (int run = 0; run < 2; ++run) {
       exec.run();

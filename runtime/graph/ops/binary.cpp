@@ -57,7 +57,10 @@ class BinaryOp final : public Op {
     push.dims = fold.dims;
     push.a_strides = fold.strides[0];
     push.b_strides = fold.strides[1];
-    const bool same_shapes = in[0].shape() == shape && in[1].shape() == shape;
+    // Both operands read element i of the output (no broadcast left after the
+    // fold: one axis, stride 1 each): no index arithmetic in the kernel.
+    const bool same_shapes = fold.dims[0] * fold.dims[1] * fold.dims[2] == 1 &&
+                             fold.strides[0][3] == 1 && fold.strides[1][3] == 1;
     const Kernel& kernel =
         ctx.device().kernel({.shader = "binary",
                              .local_size = {ops_detail::kLocalSize, 1, 1},
