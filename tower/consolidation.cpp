@@ -1,4 +1,4 @@
-// TowerRun's consolidation device: the SharedLocalParameterServer master graph
+// The update's consolidation device: the SharedLocalParameterServer master graph
 // (the masters, the summed dense gradients, the towers' sparse rows
 // concatenated, the optimizers' updates) and Mirrored's per-tower updates.
 #include <fmt/format.h>
@@ -9,15 +9,19 @@
 #include "../runtime/vulkan/error.h"
 #include "../runtime/vulkan/instance.h"
 #include "optimizer_calls.h"
-#include "tower_run.h"
+#include "towers.h"
+#include "weight_update.h"
 
 namespace vkt {
 
-void TowerRun::build_master(const Instance& root, const std::vector<std::uint32_t>& devices) {
-  Tower& first = towers_.front();
-  const std::uint32_t index = options_.consolidation_device.value_or(devices.front());
-  consolidation_ = &consolidation_device(root, index, master_instance_, master_device_);
-  master_ = std::make_unique<Graph>(*consolidation_, first.graph->options());
+void WeightUpdate::build_master(Towers& towers, const OptimizerCalls& calls,
+                                const GradientBuckets& buckets, const UpdatePlacement& placement) {
+  Towers::Tower& first = towers.front();
+  const std::uint32_t index =
+      placement.options->consolidation_device.value_or(placement.devices.front());
+  Device& consolidation =
+      consolidation_device(towers, placement, index, master_instance_, master_device_);
+  master_ = std::make_unique<Graph>(consolidation, first.graph->options());
   // The masters in tower 0's order: the variable arenas then share a layout,
   // and the weights go back to every tower in one copy.
   for (const Variable& v : first.graph->variables()) {
@@ -25,9 +29,9 @@ void TowerRun::build_master(const Instance& root, const std::vector<std::uint32_
   }
   // The summed dense gradients in tower 0's gradient-arena order, for the same
   // reason: runs of them then go to the master in one copy per tower.
-  const int n = towers();
+  const int n = static_cast<int>(towers.size());
   std::vector<std::pair<std::size_t, Tensor>> by_offset;
-  for (const OptimizerCalls::Call& call : calls_->calls) {
+  for (const OptimizerCalls::Call& call : calls.calls) {
     for (const GradVar& gv : call.per_tower[0]) {
       if (!gv.grad.sparse()) {
         by_offset.emplace_back(first.executor->range(gv.grad.dense).offset, gv.grad.dense);
@@ -47,9 +51,9 @@ void TowerRun::build_master(const Instance& root, const std::vector<std::uint32_
   // every row the whole step read (one tower on the whole batch: the same rows,
   // in the same order without accumulation). Made after the dense ones, they
   // lie after them in the master's arena.
-  const int slots = processes() * accumulate_ * n;
+  const int slots = processes_ * accumulate_ * n;
   std::map<int, Gradient> external_sparse;  // tower 0 values id -> master gradient
-  for (const OptimizerCalls::Call& call : calls_->calls) {
+  for (const OptimizerCalls::Call& call : calls.calls) {
     for (const GradVar& gv : call.per_tower[0]) {
       if (!gv.grad.sparse()) continue;
       external_sparse[gv.grad.values.id()] = master_->external_sparse_gradient(
@@ -57,7 +61,7 @@ void TowerRun::build_master(const Instance& root, const std::vector<std::uint32_
     }
   }
   std::vector<Tensor> updates;
-  for (const OptimizerCalls::Call& call : calls_->calls) {
+  for (const OptimizerCalls::Call& call : calls.calls) {
     std::vector<GradVar> gvs;
     for (const GradVar& gv : call.per_tower[0]) {
       const Tensor var = *master_->find_variable(gv.var.name());
@@ -95,7 +99,7 @@ void TowerRun::build_master(const Instance& root, const std::vector<std::uint32_
   std::vector<std::vector<GradientReducer::Segment>> segments;
   std::vector<BufferRange> weights;
   for (int i = 0; i < n; ++i) {
-    Tower& t = towers_[i];
+    Towers::Tower& t = towers[static_cast<std::size_t>(i)];
     for (const Variable& v : t.graph->variables()) {
       if (master_->variable_range(*master_->find_variable(v.tensor.name())).offset !=
           t.graph->variable_range(v.tensor).offset) {
@@ -109,15 +113,15 @@ void TowerRun::build_master(const Instance& root, const std::vector<std::uint32_
       if (!external.count(g0.id())) continue;  // sparse
       segments.back().push_back({t.executor->range(t.gradients[k]),
                                  master_executor_->range(external.at(g0.id())).offset,
-                                 gradient_bucket_[k]});
+                                 buckets.of_gradient[k]});
     }
     // Tower i's rows of every sparse gradient, at its slots in the master's:
     // one copy per micro-batch.
     for (int m = 0; m < accumulate_; ++m) {
-      const auto slot = static_cast<std::size_t>((rank() * accumulate_ + m) * n + i);
-      for (std::size_t c = 0; c < calls_->calls.size(); ++c) {
-        const std::vector<GradVar>& ours = calls_->calls[c].per_tower[i];
-        const std::vector<GradVar>& zeros = calls_->calls[c].per_tower[0];
+      const auto slot = static_cast<std::size_t>((rank_ * accumulate_ + m) * n + i);
+      for (const OptimizerCalls::Call& call : calls.calls) {
+        const std::vector<GradVar>& ours = call.per_tower[static_cast<std::size_t>(i)];
+        const std::vector<GradVar>& zeros = call.per_tower[0];
         for (std::size_t j = 0; j < ours.size(); ++j) {
           if (!ours[j].grad.sparse()) continue;
           const Gradient& master = external_sparse.at(zeros[j].grad.values.id());
@@ -131,8 +135,9 @@ void TowerRun::build_master(const Instance& root, const std::vector<std::uint32_
                   "make {}; every tower must run the same model",
                   i, ours[j].var.name(), src.shape().str(), dst.shape().str()));
             }
-            t.sparse_in.push_back(std::make_unique<CrossDeviceCopy>(
-                from, BufferRange(*to.buffer, to.offset + slot * from.size(), from.size())));
+            sparse_rows_.push_back(
+                {static_cast<std::size_t>(i), m, from,
+                 BufferRange(*to.buffer, to.offset + slot * from.size(), from.size())});
           }
         }
       }
@@ -142,15 +147,17 @@ void TowerRun::build_master(const Instance& root, const std::vector<std::uint32_
   // The new weights are read once from the master and sent to every tower.
   broadcast_ = std::make_unique<CrossDeviceCopy>(
       BufferRange(master_->variable_arena(), 0, first.graph->variable_arena().size()), weights);
-  if (!by_offset.empty()) {
-    reducer_ = std::make_unique<GradientReducer>(
-        segments, BufferRange(master_executor_->gradient_arena(), 0, dense_end));
-  }
+  destinations_.push_back({by_offset.empty()
+                               ? BufferRange()
+                               : BufferRange(master_executor_->gradient_arena(), 0, dense_end),
+                           std::move(segments)});
 }
 
-void TowerRun::build_mirrored_updates(std::vector<std::vector<Tensor>>& updates) {
-  for (std::size_t i = 0; i < towers_.size(); ++i) {
-    Tower& t = towers_[i];
+std::vector<std::vector<Tensor>> record_mirrored_updates(Towers& towers,
+                                                         const OptimizerCalls& calls) {
+  std::vector<std::vector<Tensor>> updates(towers.size());
+  for (std::size_t i = 0; i < towers.size(); ++i) {
+    Towers::Tower& t = towers[i];
     // The towers' calls are recorded; from here on the tower's graph takes the
     // updates itself, so it is no longer a replica that must defer them.
     t.graph->set_attachment(nullptr);
@@ -158,7 +165,7 @@ void TowerRun::build_mirrored_updates(std::vector<std::vector<Tensor>>& updates)
     // forward executor will place the tower's own (by tensor id), so the gradient
     // arenas of both programs share one layout and the sum lands in one copy.
     std::vector<Tensor> grads;
-    for (const OptimizerCalls::Call& call : calls_->calls) {
+    for (const OptimizerCalls::Call& call : calls.calls) {
       for (const GradVar& gv : call.per_tower[i]) grads.push_back(gv.grad.dense);
     }
     std::vector<Tensor> sorted = grads;
@@ -169,7 +176,7 @@ void TowerRun::build_mirrored_updates(std::vector<std::vector<Tensor>>& updates)
       external[g.id()] =
           t.graph->external_gradient(Tensor(t.graph.get(), t.graph->info(g).gradient_of));
     }
-    for (const OptimizerCalls::Call& call : calls_->calls) {
+    for (const OptimizerCalls::Call& call : calls.calls) {
       std::vector<GradVar> gvs;
       for (const GradVar& gv : call.per_tower[i]) {
         gvs.push_back({Gradient{external.at(gv.grad.dense.id())}, gv.var});
@@ -178,35 +185,40 @@ void TowerRun::build_mirrored_updates(std::vector<std::vector<Tensor>>& updates)
       updates[i].push_back(call.optimizer->apply_gradients(gvs));
     }
   }
+  return updates;
 }
 
-void TowerRun::build_mirrored(const Instance& root, const std::vector<std::uint32_t>& devices,
-                              std::vector<std::vector<Tensor>>& updates) {
-  const std::uint32_t index = options_.consolidation_device.value_or(devices.front());
-  consolidation_ = &consolidation_device(root, index, master_instance_, master_device_);
+void WeightUpdate::build_mirrored(Towers& towers, const GradientBuckets& buckets,
+                                  const UpdatePlacement& placement,
+                                  std::vector<std::vector<Tensor>>& updates) {
+  const std::uint32_t index =
+      placement.options->consolidation_device.value_or(placement.devices.front());
+  Device& consolidation =
+      consolidation_device(towers, placement, index, master_instance_, master_device_);
   std::vector<BufferRange> arenas;
   std::vector<std::vector<GradientReducer::Segment>> segments;
-  for (std::size_t i = 0; i < towers_.size(); ++i) {
-    Tower& t = towers_[i];
+  for (std::size_t i = 0; i < towers.size(); ++i) {
+    Towers::Tower& t = towers[i];
     // On the tower's own queue: its next step follows its update there.
-    t.updates = std::make_unique<Executor>(
-        *t.graph, updates[i],
-        ExecutorOptions{.double_buffered_feeds = true, .compute_queue = t.lane});
-    if (t.updates->gradient_arena().size() != t.executor->gradient_arena().size()) {
+    tower_updates_.push_back(std::make_unique<Executor>(
+        *t.graph, updates.at(i),
+        ExecutorOptions{.double_buffered_feeds = true, .compute_queue = t.lane}));
+    Executor& update = *tower_updates_.back();
+    if (update.gradient_arena().size() != t.executor->gradient_arena().size()) {
       throw Error("internal: a tower's update program does not line up with its gradients");
     }
-    arenas.emplace_back(t.updates->gradient_arena());
+    arenas.emplace_back(update.gradient_arena());
     // The update program's gradient arena shares the forward program's layout,
     // so each gradient's sum goes where it came from.
     segments.emplace_back();
     for (std::size_t k = 0; k < t.gradients.size(); ++k) {
       const BufferRange r = t.executor->range(t.gradients[k]);
-      segments.back().push_back({r, r.offset, gradient_bucket_[k]});
+      segments.back().push_back({r, r.offset, buckets.of_gradient[k]});
     }
   }
-  const std::size_t bytes = align_up(towers_.front().executor->gradient_arena().size(), 16);
-  mirrored_sum_ = Buffer(*consolidation_, bytes);
-  reducer_ = std::make_unique<GradientReducer>(segments, BufferRange(mirrored_sum_));
+  const std::size_t bytes = align_up(towers.front().executor->gradient_arena().size(), 16);
+  mirrored_sum_ = Buffer(consolidation, bytes);
+  destinations_.push_back({BufferRange(mirrored_sum_), std::move(segments)});
   // The sum is read once and sent to every tower's update program.
   broadcast_ = std::make_unique<CrossDeviceCopy>(
       BufferRange(mirrored_sum_, 0, arenas.front().size()), arenas);

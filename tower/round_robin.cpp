@@ -1,4 +1,4 @@
-// The RoundRobin variable mode of TowerRun: each device of the towers holds the
+// The RoundRobin variable mode of the update: each device of the towers holds the
 // masters of every N-th variable, reduces their gradients and applies their
 // updates, so the reduction and optimizer work is spread over the devices.
 #include <fmt/format.h>
@@ -9,13 +9,16 @@
 #include "../runtime/vulkan/error.h"
 #include "../runtime/vulkan/instance.h"
 #include "optimizer_calls.h"
-#include "tower_run.h"
+#include "towers.h"
+#include "weight_update.h"
 
 namespace vkt {
 
-void TowerRun::build_round_robin(const Instance& root, const std::vector<std::uint32_t>& devices) {
-  Tower& first = towers_.front();
-  const int n = towers();
+void WeightUpdate::build_round_robin(Towers& towers, const OptimizerCalls& calls,
+                                     const GradientBuckets& buckets,
+                                     const UpdatePlacement& placement) {
+  Towers::Tower& first = towers.front();
+  const int n = static_cast<int>(towers.size());
   std::map<std::string, int> owner;  // variable name -> the tower whose device holds its master
   int k = 0;
   for (const Variable& v : first.graph->variables()) owner[v.tensor.name()] = k++ % n;
@@ -27,9 +30,9 @@ void TowerRun::build_round_robin(const Instance& root, const std::vector<std::ui
   shares_.resize(static_cast<std::size_t>(n));
   for (int j = 0; j < n; ++j) {
     Share& share = shares_[static_cast<std::size_t>(j)];
-    Device& device =
-        consolidation_device(root, devices[static_cast<std::size_t>(j)], share.instance,
-                             share.device, &towers_[static_cast<std::size_t>(j)]);
+    Device& device = consolidation_device(
+        towers, placement, placement.devices[static_cast<std::size_t>(j)], share.instance,
+        share.device, towers[static_cast<std::size_t>(j)].device);
     share.graph = std::make_unique<Graph>(device, first.graph->options());
     for (const Variable& v : first.graph->variables()) {
       if (owner.at(v.tensor.name()) == j) {
@@ -55,7 +58,7 @@ void TowerRun::build_round_robin(const Instance& root, const std::vector<std::ui
     // Each recorded call, restricted to this share's variables, in call order.
     std::vector<Tensor> updates;
     std::size_t index = 0;
-    for (const OptimizerCalls::Call& call : calls_->calls) {
+    for (const OptimizerCalls::Call& call : calls.calls) {
       std::vector<GradVar> gvs;
       for (const GradVar& gv : call.per_tower[0]) {
         if (external.count(index)) {
@@ -65,28 +68,30 @@ void TowerRun::build_round_robin(const Instance& root, const std::vector<std::ui
       }
       if (!gvs.empty()) updates.push_back(call.optimizer->apply_gradients(gvs));
     }
-    if (updates.empty()) continue;  // its variables take no update: nothing to reduce or copy
+    if (updates.empty()) {  // its variables take no update: nothing to reduce or copy
+      destinations_.emplace_back();
+      continue;
+    }
     share.executor = std::make_unique<Executor>(*share.graph, updates,
                                                 ExecutorOptions{.double_buffered_feeds = true});
 
     std::vector<std::vector<GradientReducer::Segment>> segments(static_cast<std::size_t>(n));
     for (int t = 0; t < n; ++t) {
-      const Tower& tower = towers_[static_cast<std::size_t>(t)];
+      const Towers::Tower& tower = towers[static_cast<std::size_t>(t)];
       for (const auto& [offset, i] : mine) {
         segments[static_cast<std::size_t>(t)].push_back(
             {tower.executor->range(tower.gradients[i]),
-             share.executor->range(external.at(i)).offset, gradient_bucket_[i]});
+             share.executor->range(external.at(i)).offset, buckets.of_gradient[i]});
       }
     }
-    share.reducer =
-        std::make_unique<GradientReducer>(segments, BufferRange(share.executor->gradient_arena()));
+    destinations_.push_back({BufferRange(share.executor->gradient_arena()), std::move(segments)});
     // Each new value is read once and sent to every tower.
     for (const Variable& v : first.graph->variables()) {
       const std::optional<Tensor> master = share.graph->find_variable(v.tensor.name());
       // A state variable stays each tower's own (state_variables.cpp).
-      if (!master || is_state_variable(v.tensor.name())) continue;
+      if (!master || is_state_variable(*first.graph, v.tensor.name())) continue;
       std::vector<BufferRange> replicas;
-      for (Tower& t : towers_) {
+      for (Towers::Tower& t : towers) {
         replicas.push_back(t.graph->variable_range(*t.graph->find_variable(v.tensor.name())));
       }
       share.weights_back.push_back(
@@ -95,16 +100,8 @@ void TowerRun::build_round_robin(const Instance& root, const std::vector<std::ui
   }
 }
 
-void TowerRun::step_round_robin(bool last_micro_batch) {
-  std::vector<Ticket> summed(shares_.size());
-  for (std::size_t j = 0; j < shares_.size(); ++j) {
-    if (shares_[j].executor) summed[j] = shares_[j].reducer->finish();
-  }
-  if (!last_micro_batch) {  // each share's sums in place before the towers run again
-    wait_micro_batch(summed);
-    return;
-  }
-  gradients_complete(summed);
+std::chrono::steady_clock::time_point WeightUpdate::apply_round_robin(
+    const std::vector<Ticket>& summed, Towers& towers) {
   // Each share's update runs after its sums on its device's queue.
   std::vector<Ticket> applied(shares_.size());
   for (std::size_t j = 0; j < shares_.size(); ++j) {
@@ -113,20 +110,23 @@ void TowerRun::step_round_robin(bool last_micro_batch) {
     applied[j] = share.executor->run(summed[j].device ? std::span<const Ticket>(&summed[j], 1)
                                                       : std::span<const Ticket>());
   }
+  const auto updated = std::chrono::steady_clock::now();
   // Tower 0's moving averages into their owners' masters, for checkpoints.
-  copy_state(sparse_arrived_);
-  for (const Ticket& t : sparse_arrived_) t.wait();
-  sparse_arrived_.clear();
+  std::vector<Ticket> state;
+  copy_state(towers, state);
+  for (const Ticket& t : state) t.wait();
   std::uint64_t step = 0;
   for (std::size_t j = 0; j < shares_.size(); ++j) {
     Share& share = shares_[j];
     if (!share.executor) continue;
     for (const auto& copy : share.weights_back) {
       const std::span<const Ticket> arrived = copy->start({&applied[j], 1});
-      for (std::size_t i = 0; i < towers_.size(); ++i) weights_arrive(i, arrived[i]);
+      for (std::size_t i = 0; i < towers.size(); ++i) towers.weights_arrive(i, arrived[i]);
     }
     step = share.graph->global_step();
   }
-  for (Tower& t : towers_) t.graph->set_global_step(step);
+  for (Towers::Tower& t : towers) t.graph->set_global_step(step);
+  return updated;
 }
+
 }  // namespace vkt

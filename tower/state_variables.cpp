@@ -1,4 +1,4 @@
-// TowerRun's state variables (batch norm's moving averages): tower 0's are the
+// The update's state variables (batch norm's moving averages): tower 0's are the
 // model's. They take no gradient, so the masters would never change; instead
 // each step copies tower 0's values into the master (SharedLocalParameterServer:
 // before the update, so the weights' copy-back carries them to every tower) or
@@ -7,21 +7,22 @@
 // the one checkpoints save.
 #include <set>
 
-#include "tower_run.h"
+#include "towers.h"
+#include "weight_update.h"
 
 namespace vkt {
 
-bool TowerRun::is_state_variable(const std::string& name) const {
-  const Graph& g = *towers_.front().graph;
-  for (const Tensor& update : g.state_updates()) {
-    const Tensor& variable = g.nodes()[static_cast<std::size_t>(g.info(update).node)].inputs[0];
+bool WeightUpdate::is_state_variable(const Graph& tower0, const std::string& name) {
+  for (const Tensor& update : tower0.state_updates()) {
+    const Tensor& variable =
+        tower0.nodes()[static_cast<std::size_t>(tower0.info(update).node)].inputs[0];
     if (variable.name() == name) return true;
   }
   return false;
 }
 
-void TowerRun::build_state_copies() {
-  Graph& first = *towers_.front().graph;
+void WeightUpdate::build_state_copies(const Towers& towers) {
+  Graph& first = *towers.front().graph;
   std::set<std::string> done;
   for (const Tensor& update : first.state_updates()) {
     const Tensor variable =
@@ -38,8 +39,8 @@ void TowerRun::build_state_copies() {
   }
 }
 
-void TowerRun::copy_state(std::vector<Ticket>& arrived) {
-  const Ticket written = towers_.front().graph->last_run();
+void WeightUpdate::copy_state(const Towers& towers, std::vector<Ticket>& arrived) {
+  const Ticket written = towers.front().graph->last_run();
   for (const auto& copy : state_in_) arrived.push_back(copy->start({&written, 1})[0]);
 }
 

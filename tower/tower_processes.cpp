@@ -14,11 +14,12 @@
 #include "../runtime/io/checkpoint.h"
 #include "../runtime/mpi/process_group.h"
 #include "../runtime/vulkan/error.h"
+#include "gradient_exchange.h"
 #include "model_digest.h"
 #include "optimizer_calls.h"
-#include "overlapped_exchange.h"
-#include "process_exchange.h"
 #include "tower_run.h"
+#include "towers.h"
+#include "weight_update.h"
 
 namespace vkt {
 
@@ -70,7 +71,7 @@ std::vector<std::string> TowerRun::describe(const ModelContext& root) const {
                                   spec.shape.str(), to_string(spec.dtype)));
     }
   }
-  for (const Variable& v : towers_.front().graph->variables()) {
+  for (const Variable& v : towers_->front().graph->variables()) {
     lines.push_back(fmt::format("variable '{}' {}{}", v.tensor.name(), v.tensor.shape().str(),
                                 v.trainable ? "" : " (not trainable)"));
   }
@@ -86,78 +87,18 @@ std::vector<std::string> TowerRun::describe(const ModelContext& root) const {
 void TowerRun::join_processes(const ModelContext& root) {
   check_same_model(*distribution_.processes, describe(root));
   if (mode_ != Mode::Train) return;  // eval and predict read rank 0's checkpoint
-  std::vector<ProcessExchange::Part> sums, blocks;
-  // Each bucket summed over the processes as soon as this process has it
-  // (OverlappedExchange), unless a synchronized batch norm's sums over the
-  // processes run during the step too: collectives must keep one order.
-  const bool overlaps = shares_.empty() && reducer_ && (master_ || mirrored_sum_) &&
-                        towers_.front().executor->replica_sums() == 0;
-  if (overlaps) {
-    for (int b = 0; b < reducer_->buckets(); ++b) {
-      const BufferRange r = reducer_->bucket_range(b);
-      sums.push_back({const_cast<Buffer*>(r.buffer), r.offset, r.size()});
-    }
-  }
-  if (master_) {
-    if (reducer_ && !overlaps) {
-      sums.push_back({&master_executor_->gradient_arena(), 0, reducer_->sum().size()});
-    }
-    for (const BufferRange& r : master_sparse_) {  // every one in the master's gradient arena
-      blocks.push_back({&master_executor_->gradient_arena(), r.offset, r.size()});
-    }
-  } else if (mirrored_sum_ && !overlaps) {
-    sums.push_back({&mirrored_sum_, 0, reducer_->sum().size()});
-  }
-  for (Share& share : shares_) {
-    if (!share.reducer) continue;
-    sums.push_back({&share.executor->gradient_arena(), share.reducer->sum().offset,
-                    share.reducer->sum().size()});
-  }
-  // Staged parts go in pieces no larger than the devices' own host transfers.
-  const std::size_t chunk = std::min(std::size_t{16} << 20, device_options().staging_chunk_bytes);
-  exchange_ = std::make_unique<ProcessExchange>(*distribution_.processes, std::move(sums),
-                                                std::move(blocks), chunk);
-  if (overlaps) {
-    overlap_ = std::make_unique<OverlappedExchange>(*exchange_);
-    reducer_->on_summed([overlap = overlap_.get()](int bucket, const Ticket& ready) {
-      overlap->summed(static_cast<std::size_t>(bucket), ready);
-    });
+  if (exchange_) {
+    // A synchronized batch norm's sums over the processes run during the
+    // step: then the buckets' exchange waits for the step's end, so the
+    // collectives keep one order.
+    const bool may_overlap = options_.variable_mode != VariableMode::RoundRobin &&
+                             towers_->front().executor->replica_sums() == 0;
+    // Staged parts go in pieces no larger than the devices' own host transfers.
+    const std::size_t chunk = std::min(std::size_t{16} << 20, device_options().staging_chunk_bytes);
+    exchange_->join(*distribution_.processes, update_->gathered(), chunk, may_overlap);
   }
   // Every rank starts from rank 0's variables, whatever its own seed made.
   restore_from_rank0(std::nullopt);
-}
-
-void TowerRun::gradients_complete(std::vector<Ticket>& summed) {
-  if (!exchange_) return;  // one process: its sums are the step's
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<Ticket> ready = sparse_arrived_;
-  for (const Ticket& t : summed) {
-    if (t.device != nullptr) ready.push_back(t);
-  }
-  const std::string what = fmt::format("step {}", global_step() + 1);
-  if (overlap_ && overlap_->active()) {
-    // The buckets were exchanged as they were summed; the update follows the
-    // last one's upload (one queue). The sparse rows go now.
-    Ticket last;
-    for (const Ticket& t : overlap_->finish()) {
-      if (t.device != nullptr && t.value > last.value) last = t;
-    }
-    exchange_->gather(ready, what);
-    summed.front() = last;
-    times_.processes =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    return;
-  }
-  const std::vector<Ticket> exchanged = exchange_->run(ready, what);
-  // One summed part per reducer: the master's or Mirrored's, or each share's
-  // that has one (in share order, as `summed`).
-  std::size_t k = 0;
-  for (std::size_t j = 0; j < summed.size() && k < exchanged.size(); ++j) {
-    if (!shares_.empty() && !shares_[j].reducer) continue;
-    summed[j] = exchanged[k++];
-  }
-  times_.processes =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
 void TowerRun::restore_from_rank0(const std::optional<std::string>& path) {

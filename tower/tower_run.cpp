@@ -13,17 +13,16 @@
 #include "../runtime/vulkan/error.h"
 #include "../runtime/vulkan/instance.h"
 #include "device_list.h"
+#include "gradient_exchange.h"
 #include "optimizer_calls.h"
-#include "overlapped_exchange.h"
-#include "process_exchange.h"
-#include "sharding.h"
 #include "tower_inputs.h"
+#include "towers.h"
+#include "weight_update.h"
 
 namespace vkt {
 
 namespace {
 
-using detail::input_name;
 using detail::kExampleWeights;
 
 void validate_export(const std::string& name, const ExportOutput& output) {
@@ -55,7 +54,7 @@ void validate_export(const std::string& name, const ExportOutput& output) {
 
 TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateOptions& options,
                    Mode mode, const Params& params)
-    : options_(options), calls_(std::make_unique<OptimizerCalls>()), mode_(mode) {
+    : options_(options), mode_(mode), calls_(std::make_unique<OptimizerCalls>()) {
   if (root.is_tower()) {
     throw Error(
         "a replicated model function is called with a root ModelContext (the instance "
@@ -81,17 +80,19 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
         distribution_.accumulate_steps));
   }
   accumulate_ = mode == Mode::Train ? distribution_.accumulate_steps : 1;
-  exchanges_ = n > 1 || processes() > 1 || accumulate_ > 1;
+  // Replicas record their optimizer calls in every mode; training sums them.
+  const bool replicas = n > 1 || processes() > 1 || accumulate_ > 1;
   const float scale = loss_scale(n, mode);
-  build_towers(root, model_fn, devices, params, scale);
+  towers_ = std::make_unique<Towers>(
+      root, model_fn, n, mode, params, scale, replicas ? calls_.get() : nullptr, rank(),
+      processes(), [&](int i) -> Device& { return tower_device(instance, devices, i); });
   if (mode != Mode::Train) {
     build_eval_predict(scale);
-  } else if (!exchanges()) {
+  } else if (!replicas) {
     build_one_tower();
   } else {
     build_training(instance, devices, scale);
   }
-  if (n > 1) threads_ = std::make_unique<TowerThreads>(n);  // one tower runs on the caller's
   if (processes() > 1) join_processes(root);
   devices_ = all_devices();
 }
@@ -117,100 +118,24 @@ float TowerRun::loss_scale(int towers, Mode mode) const {
   return static_cast<float>(1.0 / divisor);
 }
 
-void TowerRun::build_towers(ModelContext& root, const ModelFn& model_fn,
-                            const std::vector<std::uint32_t>& devices, const Params& params,
-                            float scale) {
-  const int n = static_cast<int>(devices.size());
-  // Every check on the inputs before any device is made.
-  std::map<std::string, std::pair<InputSpec, const char*>> inputs;
-  for (const auto* group : {&root.feature_specs(), &root.label_specs()}) {
-    const char* kind = group == &root.feature_specs() ? "features" : "labels";
-    for (const auto& [key, spec] : *group) {
-      const std::string name = input_name(key, kind);
-      if (spec.shape.rank() == 0 || spec.shape[0] % n != 0) {
-        // Across processes each holds its share of the global batch: the user
-        // chose the global batch, and it must divide among every tower of the job.
-        const std::int64_t rows = spec.shape.rank() == 0 ? 0 : spec.shape[0];
-        const int p = processes();
-        throw Error(
-            p == 1 ? fmt::format("the batch of {} examples ('{}', shape {}) does not divide among "
-                                 "{} towers; use a batch size that is a multiple of {}",
-                                 rows, name, spec.shape.str(), n, n)
-                   : fmt::format("the global batch of {} examples ('{}') does not divide among {} "
-                                 "towers ({} processes x {}); use a batch size that is a multiple "
-                                 "of {}",
-                                 rows * p, name, n * p, p, n, n * p));
-      }
-      if (!inputs.emplace(name, std::pair{spec, kind}).second) {
-        throw Error(fmt::format("a feature and a label are both named '{}'; rename one", name));
-      }
-    }
-  }
-  for (int i = 0; i < n; ++i) {
-    Tower t;
-    t.device = &tower_device(root.instance(), devices, i);
-    // Towers sharing a Device each take a compute queue of their own, where it has enough.
-    std::uint32_t before = 0;
-    for (const Tower& earlier : towers_) before += earlier.device == t.device ? 1 : 0;
-    t.lane = before % t.device->compute_queues();
-    GraphOptions graph_options = root.graph_options();
-    // Where the tower's shard starts in the global batch (dropout draws by it).
-    const std::int64_t shard = inputs.empty() ? 0 : inputs.begin()->second.first.shape[0] / n;
-    graph_options.first_row = static_cast<std::uint32_t>((rank() * n + i) * shard);
-    t.graph = std::make_unique<Graph>(*t.device, graph_options);
-    if (i > 0) t.graph->set_name_scope(fmt::format("tower_{}/", i));
-    if (exchanges()) {
-      t.graph->set_attachment(std::make_unique<TowerReplication>(i, n, scale, *calls_, *t.graph));
-    }
-    TensorDict features("features"), labels("labels");
-    for (const auto& [name, entry] : inputs) {
-      std::vector<std::int64_t> dims = entry.first.shape.dims();
-      dims[0] /= n;
-      const Tensor in = t.graph->input(name, Shape(dims), entry.first.dtype);
-      const bool is_feature = std::string(entry.second) == "features";
-      const auto& specs = is_feature ? root.feature_specs() : root.label_specs();
-      const std::string key = specs.count(name) ? name : "";
-      (is_feature ? features : labels)[key] = in;
-    }
-    ModelContext ctx(*t.graph, i, n);
-    if (!inputs.empty()) {
-      tower_batch_ = inputs.begin()->second.first.shape[0] / n;
-      const std::vector<float> ones(static_cast<std::size_t>(tower_batch_), 1.0f);
-      ctx.set_example_weights(mode_ == Mode::Eval ? t.graph->input(kExampleWeights, {tower_batch_})
-                                                  : t.graph->constant({tower_batch_}, ones));
-      // Evaluation pads a short last batch: a loss given no weights leaves
-      // the padding out all the same.
-      if (mode_ == Mode::Eval) t.graph->set_example_weights(ctx.example_weights());
-    }
-    const Params tower_params = params;  // each tower its own copy
-    t.spec = model_fn(ctx, features, labels, mode_, tower_params);
-    if (mode_ != Mode::Predict && (!t.spec.loss.valid() || &t.spec.loss.graph() != t.graph.get())) {
-      throw Error(
-          fmt::format("the model function returned no loss (or one of another graph) on "
-                      "tower {}; training needs the spec's loss",
-                      i));
-    }
-    towers_.push_back(std::move(t));
-  }
-}
-
 void TowerRun::build_eval_predict(float scale) {
   if (mode_ == Mode::Eval) check_eval_metrics();
   // Evaluation and prediction: each tower runs on its own; nothing to reduce
   // on the device (the metrics' sums add up on the host).
   for (int i = 0; i < towers(); ++i) {
-    Tower& t = towers_[static_cast<std::size_t>(i)];
+    Towers::Tower& t = (*towers_)[static_cast<std::size_t>(i)];
     std::vector<Tensor> fetches;
     if (mode_ == Mode::Eval) {
       t.scaled_loss = scale != 1.0f ? t.spec.loss * scale : t.spec.loss;
       fetches.push_back(t.scaled_loss);
       for (const auto& [name, metric] : t.spec.eval_metric_ops) {
         for (const Tensor& a : metric.accumulators) {
-          if (metric.per_example && (a.shape().rank() == 0 || a.shape()[0] != tower_batch_)) {
+          if (metric.per_example &&
+              (a.shape().rank() == 0 || a.shape()[0] != towers_->tower_batch())) {
             throw Error(fmt::format(
                 "metric '{}' is per-example, but its accumulator '{}' has shape {}, not "
                 "[{}, ...] (the tower's batch first)",
-                name, a.name(), a.shape().str(), tower_batch_));
+                name, a.name(), a.shape().str(), towers_->tower_batch()));
           }
         }
         t.accumulators.insert(t.accumulators.end(), metric.accumulators.begin(),
@@ -244,7 +169,7 @@ void TowerRun::build_eval_predict(float scale) {
 }
 
 void TowerRun::build_one_tower() {
-  Tower& t = towers_.front();
+  Towers::Tower& t = towers_->front();
   std::vector<Tensor> fetches{t.spec.loss};
   if (t.spec.train_op.valid()) fetches.push_back(t.spec.train_op);
   // Every optimizer call runs, not only the one that became the train op:
@@ -264,18 +189,18 @@ void TowerRun::build_one_tower() {
 void TowerRun::build_losses() {
   std::vector<BufferRange> losses;
   std::vector<std::uint32_t> lanes;
-  for (const Tower& t : towers_) {
+  for (const Towers::Tower& t : *towers_) {
     losses.push_back(t.executor->range(t.scaled_loss));
     lanes.push_back(t.lane);
   }
   losses_ = std::make_unique<StepLosses>(losses, lanes, accumulate_);
 }
 
-void TowerRun::build_training(const Instance& root, const std::vector<std::uint32_t>& devices,
-                              float scale) {
+void TowerRun::check_calls() const {
   const int n = towers();
   for (int i = 0; i < n; ++i) {
-    const auto* replication = static_cast<const TowerReplication*>(towers_[i].graph->attachment());
+    const auto* replication = static_cast<const TowerReplication*>(
+        (*towers_)[static_cast<std::size_t>(i)].graph->attachment());
     if (replication->calls_made() != static_cast<int>(calls_->calls.size())) {
       throw Error(
           fmt::format("tower {} made {} optimizer call(s) but tower 0 made {}; every tower "
@@ -290,97 +215,77 @@ void TowerRun::build_training(const Instance& root, const std::vector<std::uint3
                     "tower_optimizer.minimize(loss))",
                     n, processes(), accumulate_));
   }
-  if (options_.variable_mode != VariableMode::SharedLocalParameterServer) {
-    for (const OptimizerCalls::Call& call : calls_->calls) {
-      for (const GradVar& gv : call.per_tower[0]) {
-        if (!gv.grad.sparse()) continue;
-        throw Error(fmt::format(
-            "variable '{}' has a sparse (embedding) gradient: sparse gradients on several "
-            "towers need VariableMode::SharedLocalParameterServer (the default variable "
-            "mode), not {}; use it, or run on one tower of one process without accumulation",
-            gv.var.name(),
-            options_.variable_mode == VariableMode::Mirrored ? "Mirrored" : "RoundRobin"));
-      }
+  if (options_.variable_mode == VariableMode::SharedLocalParameterServer) return;
+  for (const OptimizerCalls::Call& call : calls_->calls) {
+    for (const GradVar& gv : call.per_tower[0]) {
+      if (!gv.grad.sparse()) continue;
+      throw Error(fmt::format(
+          "variable '{}' has a sparse (embedding) gradient: sparse gradients on several "
+          "towers need VariableMode::SharedLocalParameterServer (the default variable "
+          "mode), not {}; use it, or run on one tower of one process without accumulation",
+          gv.var.name(),
+          options_.variable_mode == VariableMode::Mirrored ? "Mirrored" : "RoundRobin"));
     }
   }
-  const bool mirrored = options_.variable_mode == VariableMode::Mirrored;
-  std::vector<std::vector<Tensor>> updates(static_cast<std::size_t>(n));
-  if (mirrored) build_mirrored_updates(updates);  // slots first: they are variables
-  for (std::size_t i = 0; i < towers_.size(); ++i) {
-    Tower& t = towers_[i];
-    t.scaled_loss = scale != 1.0f ? t.spec.loss * scale : t.spec.loss;
-    for (const OptimizerCalls::Call& call : calls_->calls) {
-      for (const GradVar& gv : call.per_tower[i]) {
-        if (gv.grad.sparse()) {  // its rows go to the master as they are, not summed
-          t.gradients.push_back(gv.grad.values);
-          t.gradients.push_back(gv.grad.indices);
-        } else {
-          t.gradients.push_back(gv.grad.dense);
-        }
-      }
-    }
+}
+
+void TowerRun::build_training(const Instance& root, const std::vector<std::uint32_t>& devices,
+                              float scale) {
+  check_calls();
+  // Mirrored: the towers' own updates first, so their slots (variables) are
+  // in the step programs' variable arenas.
+  std::vector<std::vector<Tensor>> mirrored;
+  if (options_.variable_mode == VariableMode::Mirrored) {
+    mirrored = record_mirrored_updates(*towers_, *calls_);
   }
-  plan_buckets();
-  replica_sum_ = std::make_unique<ReplicaSum>(n, distribution_.processes);
-  for (int i = 0; i < n; ++i) {
-    Tower& t = towers_[static_cast<std::size_t>(i)];
-    std::vector<Tensor> fetches{t.scaled_loss};
-    fetches.insert(fetches.end(), t.gradients.begin(), t.gradients.end());
-    t.executor = std::make_unique<Executor>(
-        *t.graph, fetches,
-        ExecutorOptions{
-            .training = true,
-            .ready_groups = ready_groups(t),
-            .timestamps = true,
-            .double_buffered_feeds = true,
-            .compute_queue = t.lane,
-            .replica_sum = [sums = replica_sum_.get(), i](std::size_t, std::span<const float> local,
-                                                          std::span<float> sum) {
-              sums->exchange(i, local, sum);
-            }});
-  }
-  if (mirrored) {
-    build_mirrored(root, devices, updates);
-  } else if (options_.variable_mode == VariableMode::RoundRobin) {
-    build_round_robin(root, devices);
-  } else {
-    build_master(root, devices);
-  }
-  build_state_copies();
+  towers_->collect_gradients(*calls_, scale);
+  const GradientBuckets buckets =
+      plan_gradient_buckets(towers_->front().gradients, options_.bucket_bytes);
+  towers_->build_training_programs(buckets.of_gradient, buckets.count, distribution_.processes);
+  const UpdatePlacement placement{&root, devices, &options_, device_options()};
+  update_ = std::make_unique<WeightUpdate>(*towers_, *calls_, buckets, placement, processes(),
+                                           rank(), accumulate_, std::move(mirrored));
+  exchange_ = std::make_unique<GradientExchange>(update_->destinations(), update_->sparse_rows(),
+                                                 buckets.count, towers_->size(), accumulate_);
   build_losses();
-  sparse_arrived_.reserve(static_cast<std::size_t>(n) * towers_.front().sparse_in.size() + 1 +
-                          state_in_.size());
 }
 
 TowerRun::~TowerRun() {
-  threads_.reset();
-  overlap_.reset();
-  exchange_.reset();
-  losses_.reset();
-  // Whatever records on another object's device goes first.
-  broadcast_.reset();
-  for (Share& share : shares_) {
-    share.reducer.reset();
-    share.weights_back.clear();
-    share.executor.reset();
-    share.graph.reset();
-  }
-  reducer_.reset();
-  mirrored_sum_ = Buffer();
-  for (Tower& t : towers_) {
-    t.sparse_in.clear();
-    t.updates.reset();
-  }
-  master_executor_.reset();
-  master_.reset();
-  for (Tower& t : towers_) t.executor.reset();
+  // The towers' threads call into the exchange; the rest goes in reverse
+  // order of declaration (the exchange, the update, the losses, the towers).
+  if (towers_) towers_->stop_threads();
+}
+
+int TowerRun::towers() const {
+  return static_cast<int>(towers_->size());
+}
+
+Graph& TowerRun::tower_graph(int i) {
+  return *(*towers_)[static_cast<std::size_t>(i)].graph;
+}
+
+const EstimatorSpec& TowerRun::tower_spec(int i) const {
+  return (*towers_)[static_cast<std::size_t>(i)].spec;
+}
+
+std::size_t TowerRun::tower_command_count(int i) const {
+  const Towers::Tower& t = (*towers_)[static_cast<std::size_t>(i)];
+  return t.executor ? t.executor->dispatch_count() : 0;
+}
+
+int TowerRun::buckets() const {
+  return exchange_ ? exchange_->buckets() : 1;
+}
+
+bool TowerRun::overlaps_processes() const {
+  return exchange_ && exchange_->overlaps_processes();
 }
 
 float TowerRun::local_loss() {
   // Training: the current step's micro-batches so far.
   if (losses_) return losses_->current();
   float total = 0;
-  for (Tower& t : towers_) total += t.executor->read(t.scaled_loss)[0];  // tower order
+  for (Towers::Tower& t : *towers_) total += t.executor->read(t.scaled_loss)[0];  // tower order
   return total;
 }
 
@@ -406,7 +311,8 @@ float TowerRun::loss() {
 }
 
 Graph& TowerRun::variables_graph() const {
-  return master_ ? *master_ : *towers_.front().graph;
+  Graph* master = update_ ? update_->master() : nullptr;
+  return master != nullptr ? *master : *towers_->front().graph;
 }
 
 std::vector<float> TowerRun::variable(const std::string& name) {
@@ -430,13 +336,11 @@ HostTensor TowerRun::variable_value(const std::string& name) {
 }
 
 std::vector<Graph*> TowerRun::share_graphs() const {
-  std::vector<Graph*> graphs;
-  for (const Share& share : shares_) graphs.push_back(share.graph.get());
-  return graphs;
+  return update_ ? update_->share_graphs() : std::vector<Graph*>{};
 }
 
 void TowerRun::save(const std::string& path) {
-  if (!shares_.empty()) {  // RoundRobin: the masters and slots of every share, one file
+  if (!share_graphs().empty()) {  // RoundRobin: the masters and slots of every share, one file
     save_checkpoint(share_graphs(), global_step(), path);
     return;
   }
@@ -453,22 +357,22 @@ void TowerRun::restore_local(const std::string& path) {
   if (losses_) losses_->reset();
   const CheckpointMatch match =
       mode_ == Mode::Train ? CheckpointMatch::Exact : CheckpointMatch::GraphSubset;
-  if (!shares_.empty()) {
+  if (!share_graphs().empty()) {
     // The shares first: a mismatch is reported before anything changed. Each
     // tower then takes its own variables straight from the same, checked file.
     load_checkpoint(share_graphs(), path, match);
-    for (Tower& t : towers_) load_checkpoint(*t.graph, path, CheckpointMatch::GraphSubset);
+    for (Towers::Tower& t : *towers_) load_checkpoint(*t.graph, path, CheckpointMatch::GraphSubset);
     return;
   }
-  if (master_) {
-    load_checkpoint(*master_, path, match);
-    broadcast_->run();
-    for (Tower& t : towers_) t.graph->set_global_step(master_->global_step());
+  if (Graph* master = update_ ? update_->master() : nullptr) {
+    load_checkpoint(*master, path, match);
+    update_->send_weights();
+    for (Towers::Tower& t : *towers_) t.graph->set_global_step(master->global_step());
     return;
   }
   // One tower, or Mirrored: every tower holds the whole state. Tower 0 first,
   // so a mismatch is reported before any tower changed.
-  for (Tower& t : towers_) load_checkpoint(*t.graph, path, match);
+  for (Towers::Tower& t : *towers_) load_checkpoint(*t.graph, path, match);
 }
 
 std::uint64_t TowerRun::global_step() const {
@@ -476,10 +380,9 @@ std::uint64_t TowerRun::global_step() const {
 }
 
 void TowerRun::assign(const std::string& name, std::span<const float> values) {
-  std::vector<Graph*> graphs;
-  if (master_) graphs.push_back(master_.get());
-  for (const Share& share : shares_) graphs.push_back(share.graph.get());
-  for (const Tower& t : towers_) graphs.push_back(t.graph.get());
+  std::vector<Graph*> graphs = share_graphs();
+  if (update_ && update_->master()) graphs.push_back(update_->master());
+  for (const Towers::Tower& t : *towers_) graphs.push_back(t.graph.get());
   std::vector<std::pair<Graph*, Tensor>> holders;
   for (Graph* g : graphs) {
     const std::optional<Tensor> var = g->find_variable(name);

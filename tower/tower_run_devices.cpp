@@ -1,8 +1,10 @@
 // Where a TowerRun's work runs: the towers' Devices (TowerDevices, the
-// pool), the consolidation device, and every Device of the run.
+// pool) and every Device of the run.
 #include "../runtime/vulkan/cache_dir.h"
 #include "../runtime/vulkan/instance.h"
 #include "tower_run.h"
+#include "towers.h"
+#include "weight_update.h"
 
 #include <algorithm>
 
@@ -32,28 +34,11 @@ std::vector<const Device*> TowerRun::all_devices() const {
   const auto add = [&](const Device* d) {
     if (d != nullptr && std::find(all.begin(), all.end(), d) == all.end()) all.push_back(d);
   };
-  for (const Tower& t : towers_) add(t.device);
-  add(master_device_.get());
-  for (const Share& share : shares_) add(share.device.get());
-  return all;
-}
-
-bool TowerRun::on_tower_device() const {
-  return options_.consolidation_placement != ConsolidationPlacement::SeparateDevice;
-}
-
-Device& TowerRun::consolidation_device(const Instance& root, std::uint32_t index,
-                                       std::unique_ptr<Instance>& instance,
-                                       std::unique_ptr<Device>& device, const Tower* tower) {
-  if (on_tower_device()) {
-    if (tower != nullptr) return *tower->device;
-    for (Tower& t : towers_) {
-      if (t.device->info().index == index) return *t.device;
-    }
+  for (const Towers::Tower& t : *towers_) add(t.device);
+  if (update_) {
+    for (const Device* d : update_->own_devices()) add(d);
   }
-  instance = TowerDevicePool::own_instance(root, index);
-  device = std::make_unique<Device>(*instance, index, device_options());
-  return *device;
+  return all;
 }
 
 }  // namespace vkt

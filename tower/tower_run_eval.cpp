@@ -9,11 +9,12 @@
 #include "../runtime/mpi/process_group.h"
 #include "../runtime/vulkan/error.h"
 #include "tower_run.h"
+#include "towers.h"
 
 namespace vkt {
 
 void TowerRun::check_eval_metrics() const {
-  const std::map<std::string, Metric>& first = towers_.front().spec.eval_metric_ops;
+  const std::map<std::string, Metric>& first = towers_->front().spec.eval_metric_ops;
   const auto shapes = [](const Metric& m) {
     std::vector<std::string> out;
     for (const Tensor& a : m.accumulators) out.push_back(a.shape().str());
@@ -21,7 +22,7 @@ void TowerRun::check_eval_metrics() const {
   };
   for (int i = 1; i < towers(); ++i) {
     const std::map<std::string, Metric>& ours =
-        towers_[static_cast<std::size_t>(i)].spec.eval_metric_ops;
+        (*towers_)[static_cast<std::size_t>(i)].spec.eval_metric_ops;
     const auto missing = [](const std::map<std::string, Metric>& a,
                             const std::map<std::string, Metric>& b) -> const std::string* {
       for (const auto& [name, metric] : a) {
@@ -54,7 +55,7 @@ void TowerRun::check_eval_metrics() const {
 void TowerRun::evaluate_step(const HostBatch& features, const HostBatch& labels,
                              std::optional<std::int64_t> real_examples) {
   if (mode_ != Mode::Eval) throw Error("evaluate_step: this model was built for another mode");
-  const std::int64_t rows = tower_batch_ * towers();
+  const std::int64_t rows = towers_->tower_batch() * towers();
   // Across processes a rank's slice of the last batch may be padding only.
   const std::int64_t fewest = processes() > 1 ? 0 : 1;
   if (real_examples && (*real_examples < fewest || *real_examples > rows)) {
@@ -64,11 +65,12 @@ void TowerRun::evaluate_step(const HostBatch& features, const HostBatch& labels,
   const std::int64_t real = real_examples.value_or(rows);
   // Tower i's real rows: the batch's first `real` rows, in tower order.
   const auto real_rows = [&](int i) {
-    return std::clamp<std::int64_t>(real - i * tower_batch_, 0, tower_batch_);
+    return std::clamp<std::int64_t>(real - i * towers_->tower_batch(), 0, towers_->tower_batch());
   };
   for (int i = 0; i < towers(); ++i) {
     const std::int64_t tower_real = real_rows(i);
-    if (tower_real > 0 && tower_real < tower_batch_ && !towers_[i].takes_example_weights) {
+    if (tower_real > 0 && tower_real < towers_->tower_batch() &&
+        !(*towers_)[static_cast<std::size_t>(i)].takes_example_weights) {
       throw Error(fmt::format(
           "evaluate: the last batch has {} examples, padded to {}, and the model's loss does not "
           "weigh the padding out (vkt's losses do when given no weights; a loss of your own "
@@ -78,7 +80,7 @@ void TowerRun::evaluate_step(const HostBatch& features, const HostBatch& labels,
   }
   run_towers(features, labels, real_examples);
   for (int i = 0; i < towers(); ++i) {  // tower order: the sums come out the same every run
-    Tower& t = towers_[i];
+    Towers::Tower& t = (*towers_)[static_cast<std::size_t>(i)];
     const std::int64_t tower_real = real_rows(i);
     if (tower_real == 0) continue;  // padding only
     loss_sum_ += static_cast<double>(t.executor->read(t.scaled_loss)[0]) * tower_real;
@@ -90,9 +92,9 @@ void TowerRun::evaluate_step(const HostBatch& features, const HostBatch& labels,
         const Tensor& accumulator = t.accumulators[next++];
         const std::vector<float> values = t.executor->read(accumulator);
         // Per example: only the real rows; otherwise the whole tensor.
-        const std::size_t width = metric.per_example
-                                      ? values.size() / static_cast<std::size_t>(tower_batch_)
-                                      : values.size();
+        const std::size_t width =
+            metric.per_example ? values.size() / static_cast<std::size_t>(towers_->tower_batch())
+                               : values.size();
         const std::size_t used = metric.per_example ? width * tower_real : values.size();
         sums[a].resize(width, 0.0);
         for (std::size_t j = 0; j < used; ++j) sums[a][j % width] += values[j];
@@ -113,14 +115,15 @@ std::map<std::string, double> TowerRun::metrics() const {
   double loss_sum = loss_sum_, examples_sum = examples_sum_;
   std::map<std::string, std::vector<std::vector<double>>> sums = sums_;
   if (processes() > 1) {  // every process's sums, added in rank order
-    const Tower& first = towers_.front();
+    const Towers::Tower& first = towers_->front();
     std::vector<double> flat{loss_sum, examples_sum};
     std::size_t next = 0;
     for (const auto& [name, metric] : first.spec.eval_metric_ops) {
       for (std::vector<double>& s : sums.at(name)) {
         const auto elements =
             static_cast<std::size_t>(first.accumulators[next++].shape().elements());
-        s.resize(metric.per_example ? elements / static_cast<std::size_t>(tower_batch_) : elements,
+        s.resize(metric.per_example ? elements / static_cast<std::size_t>(towers_->tower_batch())
+                                    : elements,
                  0.0);
         flat.insert(flat.end(), s.begin(), s.end());
       }
@@ -139,7 +142,7 @@ std::map<std::string, double> TowerRun::metrics() const {
   }
   std::map<std::string, double> out;
   out["loss"] = examples_sum == 0 ? 0.0 : loss_sum / examples_sum;
-  for (const auto& [name, metric] : towers_.front().spec.eval_metric_ops) {
+  for (const auto& [name, metric] : towers_->front().spec.eval_metric_ops) {
     out[name] = metric.value(sums.at(name));
   }
   return out;
@@ -149,7 +152,7 @@ HostBatch TowerRun::predict_step(const HostBatch& features) {
   if (mode_ != Mode::Predict) throw Error("predict_step: this model was built for another mode");
   run_towers(features, {});
   HostBatch out;
-  for (Tower& t : towers_) {  // tower order = input order
+  for (Towers::Tower& t : *towers_) {  // tower order = input order
     for (const auto& [name, tensor] : t.spec.predictions) {
       HostTensor& whole = out[name];
       std::vector<std::int64_t> dims = tensor.shape().dims();

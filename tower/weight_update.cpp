@@ -1,0 +1,107 @@
+#include "weight_update.h"
+
+#include "../runtime/vulkan/instance.h"
+#include "optimizer_calls.h"
+#include "tower_device_pool.h"
+#include "towers.h"
+
+namespace vkt {
+
+WeightUpdate::WeightUpdate(Towers& towers, const OptimizerCalls& calls,
+                           const GradientBuckets& buckets, const UpdatePlacement& placement,
+                           int processes, int rank, int accumulate_steps,
+                           std::vector<std::vector<Tensor>> mirrored_updates)
+    : processes_(processes), rank_(rank), accumulate_(accumulate_steps) {
+  switch (placement.options->variable_mode) {
+    case VariableMode::Mirrored:
+      build_mirrored(towers, buckets, placement, mirrored_updates);
+      break;
+    case VariableMode::RoundRobin:
+      build_round_robin(towers, calls, buckets, placement);
+      break;
+    case VariableMode::SharedLocalParameterServer:
+      build_master(towers, calls, buckets, placement);
+      break;
+  }
+  build_state_copies(towers);
+}
+
+WeightUpdate::~WeightUpdate() {
+  // Whatever records on another object's device goes first.
+  state_in_.clear();
+  broadcast_.reset();
+  shares_.clear();
+  mirrored_sum_ = Buffer();
+  tower_updates_.clear();
+  master_executor_.reset();
+  master_.reset();
+}
+
+Device& WeightUpdate::consolidation_device(Towers& towers, const UpdatePlacement& placement,
+                                           std::uint32_t index, std::unique_ptr<Instance>& instance,
+                                           std::unique_ptr<Device>& device, const Device* tower) {
+  if (placement.options->consolidation_placement != ConsolidationPlacement::SeparateDevice) {
+    if (tower != nullptr) return *const_cast<Device*>(tower);
+    for (Towers::Tower& t : towers) {
+      if (t.device->info().index == index) return *t.device;
+    }
+  }
+  instance = TowerDevicePool::own_instance(*placement.root, index);
+  device = std::make_unique<Device>(*instance, index, placement.device_options);
+  return *device;
+}
+
+std::chrono::steady_clock::time_point WeightUpdate::apply(const GradientExchange::Summed& summed,
+                                                          Towers& towers) {
+  if (!shares_.empty()) return apply_round_robin(summed.sums, towers);
+  if (!master_) {  // Mirrored: the sum to every tower, each updates its own replica
+    const std::span<const Ticket> arrived = broadcast_->start({summed.sums.data(), 1});
+    for (std::size_t i = 0; i < towers.size(); ++i) {
+      // Tower i's next step runs after its update on its own queue.
+      tower_updates_[i]->run(arrived.subspan(i, 1));
+    }
+    return std::chrono::steady_clock::now();
+  }
+  // The update runs after the sums and the sparse rows on the consolidation
+  // device's queue, and after tower 0's moving averages arrive.
+  std::vector<Ticket> ready = summed.sparse;
+  if (summed.sums.front().device != nullptr) ready.push_back(summed.sums.front());
+  copy_state(towers, ready);
+  const Ticket applied = master_executor_->run(ready);
+  const auto updated = std::chrono::steady_clock::now();
+  const std::span<const Ticket> arrived = broadcast_->start({&applied, 1});
+  for (std::size_t i = 0; i < towers.size(); ++i) {
+    towers.weights_arrive(i, arrived[i]);
+    towers[i].graph->set_global_step(master_->global_step());
+  }
+  return updated;
+}
+
+std::vector<Graph*> WeightUpdate::share_graphs() const {
+  std::vector<Graph*> graphs;
+  for (const Share& share : shares_) graphs.push_back(share.graph.get());
+  return graphs;
+}
+
+void WeightUpdate::send_weights() {
+  if (master_) broadcast_->run();
+}
+
+std::vector<const Device*> WeightUpdate::own_devices() const {
+  std::vector<const Device*> devices;
+  if (master_device_) devices.push_back(master_device_.get());
+  for (const Share& share : shares_) {
+    if (share.device) devices.push_back(share.device.get());
+  }
+  return devices;
+}
+
+std::uint64_t WeightUpdate::host_waits() const {
+  std::uint64_t waits = broadcast_ ? broadcast_->host_waits() : 0;
+  for (const Share& share : shares_) {
+    for (const auto& copy : share.weights_back) waits += copy->host_waits();
+  }
+  return waits;
+}
+
+}  // namespace vkt
