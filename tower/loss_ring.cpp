@@ -17,10 +17,13 @@ LossRing::LossRing(const std::vector<BufferRange>& losses, const std::vector<std
     if (loss.size() != 4) throw Error("internal: a tower's loss is not one float");
     TowerSlots t;
     Device& device = loss.buffer->device();
-    t.ring = Buffer(device, slots * 4, BufferKind::Staging);
+    t.ring = std::make_unique<Buffer>(device, slots * 4, BufferKind::Staging);
     for (std::size_t k = 0; k < slots; ++k) {
-      t.copies.emplace_back(device, QueueKind::Compute, lanes[i])
-          .copy(loss, BufferRange(t.ring, k * 4, 4));
+      t.copies.emplace_back(loss, StagedRange::Direction::ToHost,
+                            StagedRange::Options{.queue = QueueKind::Compute,
+                                                 .lane = lanes[i],
+                                                 .through = BufferRange(*t.ring, k * 4, 4),
+                                                 .even_if_mapped = true});
     }
     t.copied.resize(slots);
     t.run.assign(slots, 0);
@@ -45,7 +48,7 @@ float LossRing::add(std::uint64_t run, float sum) const {
     }
     t.copied[k].wait();
     float value = 0;
-    std::memcpy(&value, t.ring.host().data() + k * 4, 4);
+    std::memcpy(&value, t.copies[k].host().data(), 4);
     sum += value;
   }
   return sum;

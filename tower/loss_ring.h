@@ -2,10 +2,11 @@
 // The towers' losses of the last few runs, kept on the host side for a late read.
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "../runtime/vulkan/buffer.h"
-#include "../runtime/vulkan/stream.h"
+#include "../runtime/vulkan/staged_range.h"
 #include "../runtime/vulkan/ticket.h"
 
 namespace vkt {
@@ -40,10 +41,10 @@ class LossRing {
 
  private:
   struct TowerSlots {
-    Buffer ring;                     // slots_ floats, host-visible
-    std::vector<Stream> copies;      // per slot: the loss into it
-    std::vector<Ticket> copied;      // per slot, its last copy
-    std::vector<std::uint64_t> run;  // per slot, the run it holds (+1; 0: none)
+    std::unique_ptr<Buffer> ring;     // slots_ floats, host-visible (the copies point at it)
+    std::vector<StagedRange> copies;  // per slot: the loss into it
+    std::vector<Ticket> copied;       // per slot, its last copy
+    std::vector<std::uint64_t> run;   // per slot, the run it holds (+1; 0: none)
   };
   std::size_t slots_;
   std::vector<TowerSlots> towers_;

@@ -31,22 +31,50 @@ ProcessExchange::ProcessExchange(ProcessGroup& processes, std::vector<Part> sums
   }
   staged_.resize(sums_.size());
   for (std::size_t k = 0; k < sums_.size(); ++k) {
-    if (!sums_[k].buffer->mapped() && sums_[k].bytes > 0) build_staged(sums_[k], staged_[k]);
+    if (sums_[k].bytes > 0) build_staged(sums_[k], staged_[k]);
   }
+  for (const Part& p : blocks_) gathered_.push_back(build_gathered(p));
 }
 
 void ProcessExchange::build_staged(const Part& part, Staged& staged) const {
+  using Direction = StagedRange::Direction;
+  if (part.buffer->mapped()) {  // summed in place: one chunk, nothing copied
+    const BufferRange whole(*part.buffer, part.offset, part.bytes);
+    staged.down.emplace_back(whole, Direction::ToHost);
+    staged.up.emplace_back(whole, Direction::ToDevice);
+    return;
+  }
   Device& device = part.buffer->device();
   const std::size_t chunk = std::min(chunk_bytes_, part.bytes);
-  for (Buffer& b : staged.staging) b = Buffer(device, chunk, BufferKind::Staging);
+  for (auto& b : staged.staging) b = std::make_unique<Buffer>(device, chunk, BufferKind::Staging);
   for (std::size_t done = 0, c = 0; done < part.bytes; done += chunk, ++c) {
     const std::size_t bytes = std::min(chunk, part.bytes - done);
     const BufferRange on_device(*part.buffer, part.offset + done, bytes);
-    const BufferRange on_host(staged.staging[c % 2], 0, bytes);
-    staged.sizes.push_back(bytes);
-    staged.down.emplace_back(device).copy(on_device, on_host);
-    staged.up.emplace_back(device).copy(on_host, on_device);
+    // One queue for every chunk's copies: the last upload follows the others.
+    const StagedRange::Options options{.queue = QueueKind::Compute,
+                                       .through = BufferRange(*staged.staging[c % 2], 0, bytes)};
+    staged.down.emplace_back(on_device, Direction::ToHost, options);
+    staged.up.emplace_back(on_device, Direction::ToDevice, options);
   }
+}
+
+ProcessExchange::Gathered ProcessExchange::build_gathered(const Part& part) const {
+  using Direction = StagedRange::Direction;
+  const std::size_t block = part.bytes / static_cast<std::size_t>(processes_.size());
+  const std::size_t mine = static_cast<std::size_t>(processes_.rank()) * block;
+  const BufferRange whole(*part.buffer, part.offset, part.bytes);
+  const BufferRange ours(*part.buffer, part.offset + mine, block);
+  Gathered g;
+  if (part.buffer->mapped()) {  // gathered in place
+    g.mine = StagedRange(ours, Direction::ToHost);
+    g.all = StagedRange(whole, Direction::ToDevice);
+    return g;
+  }
+  // Sparse rows are small beside the dense sums: the whole part on the host.
+  g.staging = std::make_unique<Buffer>(part.buffer->device(), part.bytes, BufferKind::Staging);
+  g.mine = StagedRange(ours, Direction::ToHost, {.through = BufferRange(*g.staging, mine, block)});
+  g.all = StagedRange(whole, Direction::ToDevice, {.through = BufferRange(*g.staging)});
+  return g;
 }
 
 std::vector<Ticket> ProcessExchange::run(std::span<const Ticket> ready, const std::string& what) {
@@ -59,7 +87,7 @@ std::vector<Ticket> ProcessExchange::run(std::span<const Ticket> ready, const st
 void ProcessExchange::gather(std::span<const Ticket> ready, const std::string& what) {
   if (blocks_.empty()) return;
   for (const Ticket& t : ready) t.wait();
-  for (const Part& p : blocks_) gather(p, what);
+  for (Gathered& g : gathered_) gather(g, what);
 }
 
 Ticket ProcessExchange::sum(std::size_t k, std::span<const Ticket> ready, const std::string& what) {
@@ -76,15 +104,11 @@ Ticket ProcessExchange::sum(std::size_t k, std::span<const Ticket> ready, const 
   for (const Ticket& t : ready) {
     if (t.device == &part.buffer->device()) waits.push_back(t);
   }
-  if (part.buffer->mapped()) {
-    for (const Ticket& t : waits) t.wait();
-    processes_.allreduce_sum(floats(part.buffer->host().subspan(part.offset, part.bytes)), label);
-    return Ticket{};
-  }
   // Chunk c + 1 comes down while chunk c is exchanged; staging buffer c % 2 is
-  // written again only after chunk c's upload has read it.
+  // written again only after chunk c's upload has read it. A mapped part is
+  // one chunk, summed in place.
   Staged& s = staged_[k];
-  const std::size_t chunks = s.sizes.size();
+  const std::size_t chunks = s.down.size();
   std::vector<Ticket> down(chunks), up(chunks);
   down[0] = s.down[0].submit(waits);
   for (std::size_t c = 0; c < chunks; ++c) {
@@ -94,27 +118,17 @@ Ticket ProcessExchange::sum(std::size_t k, std::span<const Ticket> ready, const 
       down[c + 1] = s.down[c + 1].submit(before);
     }
     down[c].wait();
-    processes_.allreduce_sum(floats(s.staging[c % 2].host().first(s.sizes[c])), label);
+    processes_.allreduce_sum(floats(s.down[c].host()), label);
     up[c] = s.up[c].submit();
   }
   return up.back();  // one queue: the last upload follows the others
 }
 
-void ProcessExchange::gather(const Part& part, const std::string& what) {
+void ProcessExchange::gather(Gathered& part, const std::string& what) {
   const std::string label = what + ": the sparse rows of every process";
-  const std::size_t block = part.bytes / static_cast<std::size_t>(processes_.size());
-  const std::size_t mine = static_cast<std::size_t>(processes_.rank()) * block;
-  if (part.buffer->mapped()) {
-    std::span<std::byte> all = part.buffer->host().subspan(part.offset, part.bytes);
-    processes_.allgather(all.subspan(mine, block), all, label);
-    return;
-  }
-  // Sparse rows are small beside the dense sums: the whole part on the host.
-  gathered_.resize(part.bytes);
-  const std::span<std::byte> all(gathered_);
-  part.buffer->download(all.subspan(mine, block), part.offset + mine);
-  processes_.allgather(all.subspan(mine, block), all, label);
-  part.buffer->upload(std::span<const std::byte>(all), part.offset);
+  part.mine.submit().wait();
+  processes_.allgather(part.mine.host(), part.all.host(), label);
+  part.all.submit().wait();
 }
 
 }  // namespace vkt

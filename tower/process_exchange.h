@@ -2,11 +2,12 @@
 // The step's gradients summed (dense) and gathered (sparse rows) over processes.
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "../runtime/vulkan/buffer.h"
-#include "../runtime/vulkan/stream.h"
+#include "../runtime/vulkan/staged_range.h"
 #include "../runtime/vulkan/ticket.h"
 
 namespace vkt {
@@ -59,22 +60,27 @@ class ProcessExchange {
   ProcessGroup& processes() const { return processes_; }
 
  private:
-  /// An unmapped summed part: its chunks' copies to and from two staging
-  /// buffers, recorded once.
+  /// A summed part's host side: where mapped, its own bytes in one chunk;
+  /// else its chunks, each to and from staging buffer c % 2.
   struct Staged {
-    Buffer staging[2];
-    std::vector<std::size_t> sizes;  // per chunk
-    std::vector<Stream> down, up;    // per chunk: part -> staging[c % 2], and back
+    std::unique_ptr<Buffer> staging[2];
+    std::vector<StagedRange> down, up;  // per chunk
   };
   void build_staged(const Part& part, Staged& staged) const;
-  void gather(const Part& part, const std::string& what);
+  /// A gathered part's host side: this rank's block down, every block up.
+  struct Gathered {
+    std::unique_ptr<Buffer> staging;  // the whole part, where not mapped
+    StagedRange mine, all;
+  };
+  Gathered build_gathered(const Part& part) const;
+  void gather(Gathered& part, const std::string& what);
 
   ProcessGroup& processes_;
   std::vector<Part> sums_;
   std::vector<Part> blocks_;
   std::size_t chunk_bytes_;
-  std::vector<Staged> staged_;       // per summed part (empty streams where mapped)
-  std::vector<std::byte> gathered_;  // unmapped gathered parts pass through it, reused
+  std::vector<Staged> staged_;      // per summed part
+  std::vector<Gathered> gathered_;  // per gathered part
 };
 
 }  // namespace vkt

@@ -236,13 +236,13 @@ void Executor::plan(const std::vector<int>& order) {
   constant_arena_ = make(const_bytes);
   activation_arena_ = make(activation_bytes);
   if (options_.double_buffered_feeds) {
-    for (int k = 0; k < 2; ++k) {
-      feed_buffers_[k] = Buffer(device, feed_arena_.size(), BufferKind::Staging);
-      feed_copies_[k].emplace(device, QueueKind::Compute, options_.compute_queue);
-      feed_copies_[k]->copy(feed_buffers_[k], feed_arena_);
+    for (StagedRange& buffer : feed_buffers_) {
+      buffer = StagedRange(
+          feed_arena_, StagedRange::Direction::ToDevice,
+          {.queue = QueueKind::Compute, .lane = options_.compute_queue, .even_if_mapped = true});
     }
-  } else if (!feed_arena_.mapped()) {
-    feed_staging_ = Buffer(device, feed_arena_.size(), BufferKind::Staging);
+  } else {
+    feed_in_ = StagedRange(feed_arena_, StagedRange::Direction::ToDevice, {.submits = false});
   }
   for (const auto& [id, place] : places_) {
     if (g.info(Tensor(graph_, id)).kind == TensorKind::Input) ++inputs_;
@@ -284,7 +284,7 @@ void Executor::record(const std::vector<int>& order) {
   if (timed_) stream_.timestamp();
   const bool profiled = options_.profile && graph_->device().info().timestamps;
   if (profiled) stream_.profile_commands();
-  if (feed_staging_) stream_.copy(feed_staging_, feed_arena_);
+  if (!options_.double_buffered_feeds) feed_in_.record_into(stream_);
   std::size_t exchange_bytes = 0;
   for (int index : order) {
     const Node& node = graph_->nodes()[index];
@@ -347,8 +347,7 @@ BufferRange Executor::range(const Tensor& tensor) const {
 }
 
 std::span<std::byte> Executor::feed_host() {
-  if (options_.double_buffered_feeds) return feed_buffers_[next_feed_].host();
-  return feed_staging_ ? feed_staging_.host() : feed_arena_.host();
+  return (options_.double_buffered_feeds ? feed_buffers_[next_feed_] : feed_in_).host();
 }
 
 void Executor::feed_bytes(const std::string& name, std::span<const std::byte> bytes, DType dtype) {
@@ -443,7 +442,7 @@ Ticket Executor::run(std::span<const Ticket> waits) {
   ++step_;
   if (options_.double_buffered_feeds) {
     // The step's start barrier orders it after this copy on the queue.
-    feed_copied_[next_feed_] = feed_copies_[next_feed_]->submit(waits);
+    feed_copied_[next_feed_] = feed_buffers_[next_feed_].submit(waits);
     next_feed_ ^= 1;
   }
   ++runs_;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../vulkan/buffer.h"
+#include "../vulkan/staged_range.h"
 #include "../vulkan/stream.h"
 #include "../vulkan/ticket.h"
 #include "graph.h"
@@ -197,8 +198,9 @@ class Executor {
   /// the sum comes back at the start of the next one.
   struct Exchange {
     std::size_t segment = 0;
-    std::size_t local = 0, sum = 0;  // offsets in exchange_host_
-    std::size_t bytes = 0;
+    StagedRange local;         // the input, to the host
+    StagedRange sum;           // the sum, from the host into the output
+    std::size_t host_end = 0;  // in exchange_host_, past both
   };
   void plan(const std::vector<int>& order);
   void record_node(RecordContext& ctx, int index);
@@ -220,18 +222,19 @@ class Executor {
   bool all_fed_ = false;
   Buffer gradient_arena_;
   Buffer feed_arena_;
-  Buffer feed_staging_;  // when the feed arena is not mapped
-  // Double-buffered feeds: the two host buffers, their copies into the feed
-  // arena, the copies' last tickets, the one the next run takes, and the
+  // The feeds' host side, copied into the feed arena at each run's start
+  // where it is not mapped.
+  StagedRange feed_in_;
+  // Double-buffered feeds: the two host buffers and their copies into the
+  // feed arena, the copies' last tickets, the one the next run takes, and the
   // inputs fed for it.
-  Buffer feed_buffers_[2];
-  std::optional<Stream> feed_copies_[2];
+  StagedRange feed_buffers_[2];
   Ticket feed_copied_[2];
   int next_feed_ = 0;
   std::size_t inputs_ = 0;
   std::size_t fresh_ = 0;  // inputs fed since the last run
   std::vector<Exchange> exchanges_;
-  Buffer exchange_host_;  // staging: every exchange's local value and sum
+  Buffer exchange_host_;  // staging: every exchange's local value and sum, each 16-aligned
   Buffer constant_arena_;
   Buffer activation_arena_;
   Stream stream_;

@@ -7,14 +7,25 @@
 namespace vkt {
 
 void Executor::record_exchange(const Node& node) {
+  // Always staged, even where mapped: the host reads the value the step had
+  // at this point, and its sum goes in at the next segment's start.
+  const std::size_t bytes = range(node.output).size();
+  const std::size_t local = exchanges_.empty() ? 0 : exchanges_.back().host_end;
+  const std::size_t sum = local + align_up(bytes, 16);
   Exchange x;
-  x.bytes = range(node.output).size();
-  x.local = exchanges_.empty() ? 0 : exchanges_.back().sum + align_up(exchanges_.back().bytes, 16);
-  x.sum = x.local + align_up(x.bytes, 16);
-  stream_.copy(range(node.inputs[0]), BufferRange(exchange_host_, x.local, x.bytes));
+  x.host_end = sum + align_up(bytes, 16);
+  x.local = StagedRange(range(node.inputs[0]), StagedRange::Direction::ToHost,
+                        {.through = BufferRange(exchange_host_, local, bytes),
+                         .even_if_mapped = true,
+                         .submits = false});
+  x.sum = StagedRange(range(node.output), StagedRange::Direction::ToDevice,
+                      {.through = BufferRange(exchange_host_, sum, bytes),
+                       .even_if_mapped = true,
+                       .submits = false});
+  x.local.record_into(stream_);
   x.segment = stream_.end_segment();
-  stream_.copy(BufferRange(exchange_host_, x.sum, x.bytes), range(node.output));
-  exchanges_.push_back(x);
+  x.sum.record_into(stream_);
+  exchanges_.push_back(std::move(x));
 }
 
 Ticket Executor::submit_with_exchanges(std::span<const Ticket> waits) {
@@ -25,9 +36,9 @@ Ticket Executor::submit_with_exchanges(std::span<const Ticket> waits) {
                                     next == 0 ? waits : std::span<const Ticket>{});
     graph_->set_last_run(last_);
     last_.wait();
-    std::byte* host = exchange_host_.host().data();
-    const std::span<const float> local(reinterpret_cast<const float*>(host + x.local), x.bytes / 4);
-    const std::span<float> sum(reinterpret_cast<float*>(host + x.sum), x.bytes / 4);
+    const std::span<std::byte> in = x.local.host(), out = x.sum.host();
+    const std::span<const float> local(reinterpret_cast<const float*>(in.data()), in.size() / 4);
+    const std::span<float> sum(reinterpret_cast<float*>(out.data()), out.size() / 4);
     if (options_.replica_sum) {
       options_.replica_sum(k, local, sum);
     } else {

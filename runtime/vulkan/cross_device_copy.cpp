@@ -62,22 +62,15 @@ CrossDeviceCopy::CrossDeviceCopy(BufferRange src, std::vector<BufferRange> dsts)
       local_.push_back(i);
       continue;
     }
-    Remote remote{dsts_[i], {}, {}};
-    if (!dsts_[i].buffer->mapped() && alignment == 0) {
-      Device& to = dsts_[i].buffer->device();
-      remote.staging = Buffer(to, dsts_[i].size(), BufferKind::Staging);
-      remote.upload.emplace(to, QueueKind::Transfer);
-      remote.upload->copy(remote.staging, dsts_[i]);
-    }
+    Remote remote{dsts_[i], {}};
+    if (alignment == 0) remote.up = StagedRange(dsts_[i], StagedRange::Direction::ToDevice);
     remotes_.push_back(std::move(remote));
     remote_.push_back(i);
   }
   if (!remotes_.empty() && alignment != 0) {
     build_imported(alignment);
-  } else if (!remotes_.empty() && !src_.buffer->mapped()) {
-    src_staging_ = Buffer(from, src_.size(), BufferKind::Staging);
-    download_.emplace(from, QueueKind::Transfer);
-    download_->copy(src_, src_staging_);
+  } else if (!remotes_.empty()) {
+    down_ = StagedRange(src_, StagedRange::Direction::ToHost);
   }
   tickets_.resize(dsts_.size());
 }
@@ -130,22 +123,14 @@ std::span<const Ticket> CrossDeviceCopy::start(std::span<const Ticket> src_ready
   }
   if (remotes_.empty()) return tickets_;
   if (!imported_.empty()) return start_imported(src_ready);
-  const std::byte* from = nullptr;
-  if (download_) {
-    download_->submit(src_ready).wait();
-    from = src_staging_.host().data();
-  } else {
-    for (const Ticket& t : src_ready) t.wait();
-    from = src_.buffer->host().data() + src_.offset;
-  }
+  down_.submit(src_ready).wait();
   ++host_waits_;
+  const std::byte* from = down_.host().data();
   for (std::size_t k = 0; k < remotes_.size(); ++k) {
     Remote& r = remotes_[k];
     tickets_[remote_[k]].wait();  // the last upload out of this staging buffer
-    std::byte* into = r.upload ? r.staging.host().data()
-                               : const_cast<Buffer*>(r.dst.buffer)->host().data() + r.dst.offset;
-    std::memcpy(into, from, src_.size());
-    tickets_[remote_[k]] = r.upload ? r.upload->submit() : Ticket{};
+    std::memcpy(r.up.host().data(), from, src_.size());
+    tickets_[remote_[k]] = r.up.submit();
   }
   return tickets_;
 }
@@ -156,8 +141,8 @@ void CrossDeviceCopy::run(std::span<const Ticket> src_ready) {
 
 int CrossDeviceCopy::device_copies() const {
   if (!imported_.empty()) return 1 + static_cast<int>(remotes_.size() + local_.size());
-  int copies = download_ ? 1 : 0;
-  for (const Remote& r : remotes_) copies += r.upload ? 1 : 0;
+  int copies = down_.staged() ? 1 : 0;
+  for (const Remote& r : remotes_) copies += r.up.staged() ? 1 : 0;
   return copies + static_cast<int>(local_.size());
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "buffer.h"
+#include "staged_range.h"
 #include "stream.h"
 #include "ticket.h"
 
@@ -58,8 +59,7 @@ class CrossDeviceCopy {
  private:
   struct Remote {
     BufferRange dst;
-    Buffer staging;                // when dst is not mapped
-    std::optional<Stream> upload;  // staging -> dst
+    StagedRange up;  // the host's bytes into dst (not through imported memory)
   };
   BufferRange src_;
   std::vector<BufferRange> dsts_;
@@ -67,9 +67,8 @@ class CrossDeviceCopy {
   std::vector<std::size_t> remote_;  // the others, index into remotes_ by position
   std::vector<Remote> remotes_;
   std::optional<Stream> local_copy_;  // src -> every local destination, on the device
-  Buffer src_staging_;
-  std::optional<Stream> download_;  // src -> src_staging_
-  std::vector<Ticket> tickets_;     // per destination, of the last start()
+  StagedRange down_;                  // src to the host (not through imported memory)
+  std::vector<Ticket> tickets_;       // per destination, of the last start()
   std::uint64_t host_waits_ = 0;
 
   struct FreeBytes {
