@@ -14,6 +14,10 @@
 // after K) and defines a_at, b_at and c_index after including this file.
 // MATMUL_EPILOGUE(m, n, v), defined before the include, gives the value stored
 // at C[m, n] for the sum v (the fused dense layer's bias and activation).
+// MATMUL_VEC4_LOADS (matmul_tiled_vec4.comp) reads A and B from global memory
+// a vec4 at a time: for M, N and K multiples of 4 (and a split's KSLICE), where
+// a vec4 never straddles a matrix's edge. The same products in the same
+// order: the same bits as the scalar loads.
 layout(local_size_x_id = 0, local_size_y_id = 1) in;  // (BN / TN, BM / TM)
 layout(constant_id = 2) const uint BM = 64;
 layout(constant_id = 3) const uint BN = 64;
@@ -37,8 +41,16 @@ layout(constant_id = 16) const uint SLICES = 1u;
 layout(constant_id = 17) const uint KSLICE = 0u;
 uint mm_group() { return gl_WorkGroupID.z / SLICES; }
 
+#ifdef MATMUL_VEC4_LOADS
+#ifdef MATMUL_CUSTOM_OPERANDS
+#error "vec4 loads read the plain operands"
+#endif
+layout(std430, binding = 0) readonly buffer A { vec4 a4[]; };
+layout(std430, binding = 1) readonly buffer B { vec4 b4[]; };
+#else
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 layout(std430, binding = 1) readonly buffer B { float b[]; };
+#endif
 layout(std430, binding = 2) writeonly buffer C { float c[]; };
 layout(push_constant) uniform Params {
   uint M, N, K;
@@ -53,8 +65,16 @@ shared vec4 As[SLABS * BK * BM4];  // As[slab * BK * BM4 + k * BM4 + m / 4][m % 
 shared vec4 Bs[SLABS * BK * BN4];  // Bs[slab * BK * BN4 + k * BN4 + n / 4][n % 4]
 // Elements of a slab each invocation stages (the workgroup is (BN/TN) x (BM/TM)).
 const uint THREADS = (BN / TN) * (BM / TM);
+#ifdef MATMUL_VEC4_LOADS
+const uint BK4 = BK / 4;
+const uint A_PER = (BK * BM4 + THREADS - 1u) / THREADS;  // vec4s
+const uint B_PER = (BK * BN4 + THREADS - 1u) / THREADS;
+#define SLAB_REG vec4
+#else
 const uint A_PER = (BK * BM + THREADS - 1u) / THREADS;
 const uint B_PER = (BK * BN + THREADS - 1u) / THREADS;
+#define SLAB_REG float
+#endif
 
 // op(A)[m, k], op(B)[k, n] (0 outside the matrices) and where C[m, n] goes.
 float a_at(uint m, uint k);
@@ -65,7 +85,7 @@ uint c_index(uint m, uint n);
 #define MATMUL_EPILOGUE(m, n, v) (v)
 #endif
 
-#ifndef MATMUL_CUSTOM_OPERANDS
+#if !defined(MATMUL_CUSTOM_OPERANDS) && !defined(MATMUL_VEC4_LOADS)
 float a_at(uint m, uint k) {
   if (m >= M || k >= K) return 0.0;
   return TRANS_A ? a[k * M + m] : a[m * K + k];
@@ -75,11 +95,62 @@ float b_at(uint k, uint n) {
   return TRANS_B ? b[n * K + k] : b[k * N + n];
 }
 uint c_index(uint m, uint n) { return m * N + n; }
+#elif defined(MATMUL_VEC4_LOADS)
+uint c_index(uint m, uint n) { return m * N + n; }
 #endif
 
 // Staging: consecutive invocations take consecutive addresses of the stored
 // matrix. LOAD_SLAB reads slab k of A and B into registers, STORE_SLAB writes
 // them to shared slab `slab`.
+#ifdef MATMUL_VEC4_LOADS
+// A vec4 runs along the stored rows: k for A and m for op(A) = A^T; n for B
+// and k for op(B) = B^T. One along m or n is stored whole; one along k goes
+// to four rows of the slab.
+#define LOAD_SLAB(k)                                                        \
+  for (uint j = 0u; j < A_PER; ++j) {                                       \
+    uint i = tid + j * THREADS;                                             \
+    uint kk = TRANS_A ? i / BM4 : (i % BK4) * 4u;                           \
+    uint mm = TRANS_A ? (i % BM4) * 4u : i / BK4;                           \
+    bool ok = i < BK * BM4 && (k) + kk < kend && m0 + mm < M;               \
+    pa[j] = ok ? a4[TRANS_A ? ((k) + kk) * (M / 4u) + (m0 + mm) / 4u        \
+                            : (m0 + mm) * (K / 4u) + ((k) + kk) / 4u]       \
+               : vec4(0.0);                                                 \
+  }                                                                         \
+  for (uint j = 0u; j < B_PER; ++j) {                                       \
+    uint i = tid + j * THREADS;                                             \
+    uint kk = TRANS_B ? (i % BK4) * 4u : i / BN4;                           \
+    uint nn = TRANS_B ? i / BK4 : (i % BN4) * 4u;                           \
+    bool ok = i < BK * BN4 && (k) + kk < kend && n0 + nn < N;               \
+    pb[j] = ok ? b4[TRANS_B ? (n0 + nn) * (K / 4u) + ((k) + kk) / 4u        \
+                            : ((k) + kk) * (N / 4u) + (n0 + nn) / 4u]       \
+               : vec4(0.0);                                                 \
+  }
+#define STORE_SLAB(slab)                                                    \
+  for (uint j = 0u; j < A_PER; ++j) {                                       \
+    uint i = tid + j * THREADS;                                             \
+    if (i >= BK * BM4) continue;                                            \
+    uint base = (slab) * BK * BM4;                                          \
+    if (TRANS_A) {                                                          \
+      As[base + (i / BM4) * BM4 + i % BM4] = pa[j];                         \
+    } else {                                                                \
+      uint kk = (i % BK4) * 4u, mm = i / BK4;                               \
+      for (uint r = 0u; r < 4u; ++r)                                        \
+        As[base + (kk + r) * BM4 + mm / 4u][mm % 4u] = pa[j][r];            \
+    }                                                                       \
+  }                                                                         \
+  for (uint j = 0u; j < B_PER; ++j) {                                       \
+    uint i = tid + j * THREADS;                                             \
+    if (i >= BK * BN4) continue;                                            \
+    uint base = (slab) * BK * BN4;                                          \
+    if (TRANS_B) {                                                          \
+      uint kk = (i % BK4) * 4u, nn = i / BK4;                               \
+      for (uint r = 0u; r < 4u; ++r)                                        \
+        Bs[base + (kk + r) * BN4 + nn / 4u][nn % 4u] = pb[j][r];            \
+    } else {                                                                \
+      Bs[base + (i / BN4) * BN4 + i % BN4] = pb[j];                         \
+    }                                                                       \
+  }
+#else
 #define LOAD_SLAB(k)                                  \
   for (uint j = 0u; j < A_PER; ++j) {                 \
     uint i = tid + j * THREADS;                       \
@@ -106,6 +177,7 @@ uint c_index(uint m, uint n) { return m * N + n; }
     uint nn = TRANS_B ? i / BK : i % BN;                               \
     if (i < BK * BN) Bs[(slab) * BK * BN4 + kk * BN4 + nn / 4u][nn % 4u] = pb[j]; \
   }
+#endif
 
 void main() {
   const uint LX = gl_WorkGroupSize.x, LY = gl_WorkGroupSize.y;
@@ -116,7 +188,7 @@ void main() {
   vec4 acc[TM * TN4];  // acc[row * TN4 + j4]: the thread's row, columns j4's 4
   for (uint i = 0u; i < TM * TN4; ++i) acc[i] = vec4(0.0);
   vec4 ra[TM4], rb[TN4];
-  float pa[A_PER], pb[B_PER];
+  SLAB_REG pa[A_PER], pb[B_PER];
 
   uint slice = gl_WorkGroupID.z % SLICES;
   uint kbeg = SLICES > 1u ? slice * KSLICE : 0u;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <string>
 
 #include <vktower/runtime/graph/executor.h>
 #include <vktower/runtime/graph/graph.h>
@@ -40,17 +41,32 @@ struct Product {
   std::vector<double> reference;
 };
 
-/// op(A) op(B) at M x K x N on the tiled kernel with the stored shape, and in double.
-Product tiled_product(std::int64_t m, std::int64_t k, std::int64_t n, bool ta, bool tb) {
+/// `values` of an op(X) with `k` as its reduced dimension (rows of a stored
+/// [k, w] when `k_rows`, else columns of a stored [w, k]), widened by `extra`
+/// zeros along k.
+std::vector<float> pad_k(const std::vector<float>& values, std::int64_t k, std::int64_t w,
+                         bool k_rows, std::int64_t extra) {
+  std::vector<float> out(static_cast<std::size_t>((k + extra) * w), 0.0f);
+  for (std::int64_t i = 0; i < w; ++i)
+    for (std::int64_t p = 0; p < k; ++p)
+      out[k_rows ? p * w + i : i * (k + extra) + p] = values[k_rows ? p * w + i : i * k + p];
+  return out;
+}
+
+/// op(A) op(B) at M x K x N on the tiled kernel with the stored shape, and in
+/// double; with `pad` zeros appended along k (the same sums, another K).
+Product tiled_product(std::int64_t m, std::int64_t k, std::int64_t n, bool ta, bool tb,
+                      std::int64_t pad = 0) {
   vkt::Graph g(vkt::test::shared_device());
-  const Tensor a = g.input("a", ta ? Shape{k, m} : Shape{m, k});
-  const Tensor b = g.input("b", tb ? Shape{n, k} : Shape{k, n});
+  const std::int64_t kp = k + pad;
+  const Tensor a = g.input("a", ta ? Shape{kp, m} : Shape{m, kp});
+  const Tensor b = g.input("b", tb ? Shape{n, kp} : Shape{kp, n});
   const Tensor c = vkt::matmul(a, b, ta, tb);
   vkt::Executor exec(g, {c});
   const std::vector<float> av = vkt::test::random_floats(m * k, 3);
   const std::vector<float> bv = vkt::test::random_floats(k * n, 5);
-  exec.feed("a", av);
-  exec.feed("b", bv);
+  exec.feed("a", pad_k(av, k, m, ta, pad));
+  exec.feed("b", pad_k(bv, k, n, !tb, pad));
   exec.run();
   Product p{exec.read(c), std::vector<double>(m * n, 0.0)};
   for (std::int64_t i = 0; i < m; ++i)
@@ -94,6 +110,38 @@ TEST_CASE("matmul tiled kernel: every candidate tile shape matches the reference
       CHECK(std::memcmp(p.values.data(), by_default.data(), p.values.size() * 4) == 0);
     }
     CHECK(tried >= 18);  // lavapipe runs all but the largest workgroups
+  }
+}
+
+TEST_CASE("matmul tiled kernel: vec4 loads give the scalar loads' bits at every tile shape",
+          "[matmul_tiles]") {
+  vkt::Device& device = vkt::test::shared_device();
+  const vkt::test::VariantScope variant("tiled");
+  // Multiples of 4 (matmul_tiled_vec4), ragged against every tile; one zero
+  // more along k takes the scalar kernel and adds exact zeros last.
+  const std::int64_t m = 132, k = 44, n = 72;
+  REQUIRE(std::string(vkt::tiled_matmul_shader(m, n, k)) == "matmul_tiled_vec4");
+  REQUIRE(std::string(vkt::tiled_matmul_shader(m, n, k + 1)) == "matmul_tiled");
+  for (const int flags : {0, 1, 2, 3}) {
+    const bool ta = flags & 1, tb = flags & 2;
+    for (const TiledShape& shape : vkt::tiled_candidates()) {
+      // Every shape for the plain product; the default for the transposes.
+      if (!vkt::tiled_shape_fits(device, shape) ||
+          (flags != 0 && !(shape == vkt::default_tiled_shape(device)))) {
+        continue;
+      }
+      INFO(shape.str() << " transpose_a=" << ta << " transpose_b=" << tb);
+      const StoredShape stored(device, shape);
+      const Product vec4 = tiled_product(m, k, n, ta, tb);
+      const Product scalar = tiled_product(m, k, n, ta, tb, 1);
+      std::size_t wrong = 0;
+      for (std::size_t i = 0; i < vec4.values.size(); ++i) {
+        if (std::abs(vec4.values[i] - vec4.reference[i]) > 1e-5 * (1 + std::abs(vec4.reference[i])))
+          ++wrong;
+      }
+      CHECK(wrong == 0);
+      CHECK(std::memcmp(vec4.values.data(), scalar.values.data(), vec4.values.size() * 4) == 0);
+    }
   }
 }
 

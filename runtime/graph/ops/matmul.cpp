@@ -121,8 +121,9 @@ class MatmulOp final : public Op {
     constants.push_back(SpecConstant::u32(7, ta_));
     constants.push_back(SpecConstant::u32(8, tb_));
     for (const SpecConstant& c : split_.constants()) constants.push_back(c);
-    const Kernel& kernel = ctx.device().kernel(
-        {.shader = "matmul_tiled", .local_size = t.local_size(), .constants = constants});
+    const Kernel& kernel = ctx.device().kernel({.shader = tiled_matmul_shader(m, n, k),
+                                                .local_size = t.local_size(),
+                                                .constants = constants});
     ctx.stream().dispatch(kernel, {a, b, c}, TiledPush{m, n, k}, t.groups(m, n, split_.slices));
   }
 

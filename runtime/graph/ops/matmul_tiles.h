@@ -68,6 +68,14 @@ KSplit split_k(std::int64_t m, std::int64_t n, std::int64_t k);
 /// (matmul_variant()); none where they take the texel kernel.
 KSplit split_k(const Device& device, std::int64_t m, std::int64_t n, std::int64_t k);
 
+/// The tiled kernel's shader for an m x n x k product: matmul_tiled_vec4
+/// (A and B read from global memory a vec4 at a time) where m, n and k are
+/// multiples of 4 (a split's slices are multiples of 64), else matmul_tiled.
+/// Both sum in the same order: the same bits.
+inline const char* tiled_matmul_shader(std::uint32_t m, std::uint32_t n, std::uint32_t k) {
+  return m % 4 == 0 && n % 4 == 0 && k % 4 == 0 ? "matmul_tiled_vec4" : "matmul_tiled";
+}
+
 /// Whether `device` can run `shape`: the divisibility the kernel needs, at
 /// least 16 rows (conv2d splits its dispatches by that), the workgroup's
 /// invocations and shared memory within the device's limits.
@@ -84,7 +92,7 @@ TiledShape default_tiled_shape(const Device& device);
 
 /// The TuningCache key of the tiled kernel's shape; names the kernel's layout
 /// version, so a shape tuned for an older kernel is not reused.
-inline constexpr const char* kTiledShapeKey = "matmul_tiled/v3";
+inline constexpr const char* kTiledShapeKey = "matmul_tiled/v4";
 
 /// The shape in the device's TuningCache, if it holds one the device can run
 /// (one it cannot is ignored with a log line).

@@ -25,8 +25,9 @@ double time_tiled_shape(Device& device, const TiledShape& shape, const Buffer& a
   std::vector<SpecConstant> constants = shape.constants();
   constants.push_back(SpecConstant::u32(7, 0));
   constants.push_back(SpecConstant::u32(8, 0));
-  const Kernel& kernel = device.kernel(
-      {.shader = "matmul_tiled", .local_size = shape.local_size(), .constants = constants});
+  const Kernel& kernel = device.kernel({.shader = tiled_matmul_shader(n, n, n),
+                                        .local_size = shape.local_size(),
+                                        .constants = constants});
   const Groups groups = shape.groups(n, n);
   const bool stamps = device.info().timestamps;
   Stream stream(device);
