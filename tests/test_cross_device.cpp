@@ -126,4 +126,18 @@ TEST_CASE("a broadcast reads its source once and fills every destination") {
   CHECK(local.host_waits() == 0);
   CHECK_THROWS_WITH(vkt::CrossDeviceCopy(src, std::vector<vkt::BufferRange>{}),
                     Contains("no destination"));
+
+  // Each destination after work of its own Device that still writes it: a
+  // fill queued on `c` lands before the copy, not over it.
+  std::vector<float> y = x;
+  for (float& v : y) v += 1.0f;
+  src.upload(y);
+  vkt::Stream fill(c);
+  fill.fill(vkt::BufferRange(staged, 4 * sizeof(float), n * sizeof(float)), 0);
+  const std::vector<vkt::Ticket> after{vkt::Ticket{}, vkt::Ticket{}, fill.submit()};
+  for (const vkt::Ticket& t : broadcast.start({}, after)) t.wait();
+  const std::vector<float> again = staged.download<float>();
+  CHECK(std::vector<float>(again.begin() + 4, again.end()) == y);
+  CHECK_THROWS_WITH(broadcast.start({}, std::span<const vkt::Ticket>(after).first(2)),
+                    Contains("2 tickets to follow for 3 destinations"));
 }

@@ -121,17 +121,9 @@ void TowerRun::exchange_and_apply(std::span<const Ticket> done, std::size_t micr
     if (exchange_->wait_micro_batch(summed, *towers_)) ++step_thread_waits_;
     return;
   }
-  // Where the new weights reach a tower as a host write into its mapped memory
-  // (lavapipe), the write waits for the source only; a model with state
-  // variables (batch norm's moving averages) still has its towers' state
-  // updates queued behind the gradients, which would land after the copied
-  // averages. The towers' steps end first.
-  if (update_->copies_state() && update_->master() != nullptr) {
-    for (const Ticket& t : done) t.wait();
-  }
   exchange_->complete(summed, fmt::format("step {}", global_step() + 1));
   times_.processes = exchange_->processes_ms();
-  const Clock::time_point updated = update_->apply(summed, *towers_);
+  const Clock::time_point updated = update_->apply(summed, done, *towers_);
   times_.apply = ms(reduced, updated);
   times_.copy_back = ms(updated, Clock::now());
 }

@@ -52,6 +52,7 @@ Device& WeightUpdate::consolidation_device(Towers& towers, const UpdatePlacement
 }
 
 std::chrono::steady_clock::time_point WeightUpdate::apply(const GradientExchange::Summed& summed,
+                                                          std::span<const Ticket> towers_done,
                                                           Towers& towers) {
   if (!shares_.empty()) return apply_round_robin(summed.sums, towers);
   if (!master_) {  // Mirrored: the sum to every tower, each updates its own replica
@@ -69,7 +70,11 @@ std::chrono::steady_clock::time_point WeightUpdate::apply(const GradientExchange
   copy_state(towers, ready);
   const Ticket applied = master_executor_->run(ready);
   const auto updated = std::chrono::steady_clock::now();
-  const std::span<const Ticket> arrived = broadcast_->start({&applied, 1});
+  // A model with state variables (batch norm's moving averages) has its
+  // towers' state updates queued behind their gradients: the new weights
+  // (and averages) land after them.
+  const std::span<const Ticket> arrived =
+      broadcast_->start({&applied, 1}, state_in_.empty() ? std::span<const Ticket>() : towers_done);
   for (std::size_t i = 0; i < towers.size(); ++i) {
     towers.weights_arrive(i, arrived[i]);
     towers[i].graph->set_global_step(master_->global_step());

@@ -68,13 +68,11 @@ class WeightUpdate {
 
   /// Applies the step's complete gradients (`summed`, as GradientExchange::
   /// complete() left it) and starts the new weights towards every tower
-  /// (Towers::weights_arrive). Returns when the update was submitted (the
-  /// copy-back's start).
+  /// (Towers::weights_arrive), each after its step (`towers_done`), whose
+  /// state updates write the same arena. Returns when the update was
+  /// submitted (the copy-back's start).
   std::chrono::steady_clock::time_point apply(const GradientExchange::Summed& summed,
-                                              Towers& towers);
-  /// True when tower 0's state variables (moving averages) are copied into
-  /// their masters each step.
-  bool copies_state() const { return !state_in_.empty(); }
+                                              std::span<const Ticket> towers_done, Towers& towers);
 
   /// The master graph (SharedLocalParameterServer), else null.
   Graph* master() const { return master_.get(); }

@@ -101,7 +101,8 @@ void CrossDeviceCopy::build_imported(std::size_t alignment) {
   }
 }
 
-std::span<const Ticket> CrossDeviceCopy::start_imported(std::span<const Ticket> src_ready) {
+std::span<const Ticket> CrossDeviceCopy::start_imported(std::span<const Ticket> src_ready,
+                                                        std::span<const Ticket> dst_after) {
   Imported& m = imported_[next_imported_];
   next_imported_ ^= 1;
   // The copies out of this memory two starts back (done by now wherever the
@@ -110,27 +111,42 @@ std::span<const Ticket> CrossDeviceCopy::start_imported(std::span<const Ticket> 
   m.in->submit(src_ready).wait();  // no semaphore spans two Devices: the host relays
   ++host_waits_;
   for (std::size_t k = 0; k < remotes_.size(); ++k) {
-    m.copied_out[k] = m.out[k].submit();
+    m.copied_out[k] = m.out[k].submit(dst_after.empty() ? std::span<const Ticket>()
+                                                        : dst_after.subspan(remote_[k], 1));
     tickets_[remote_[k]] = m.copied_out[k];
   }
   return tickets_;
 }
 
-std::span<const Ticket> CrossDeviceCopy::start(std::span<const Ticket> src_ready) {
+std::span<const Ticket> CrossDeviceCopy::start(std::span<const Ticket> src_ready,
+                                               std::span<const Ticket> dst_after) {
+  if (!dst_after.empty() && dst_after.size() != dsts_.size()) {
+    throw Error(fmt::format("cross-device copy: {} tickets to follow for {} destinations",
+                            dst_after.size(), dsts_.size()));
+  }
   if (local_copy_) {
-    const Ticket done = local_copy_->submit(src_ready);
+    std::vector<Ticket> waits(src_ready.begin(), src_ready.end());
+    if (!dst_after.empty()) {
+      for (std::size_t i : local_) waits.push_back(dst_after[i]);
+    }
+    const Ticket done = local_copy_->submit(waits);
     for (std::size_t i : local_) tickets_[i] = done;
   }
   if (remotes_.empty()) return tickets_;
-  if (!imported_.empty()) return start_imported(src_ready);
+  if (!imported_.empty()) return start_imported(src_ready, dst_after);
   down_.submit(src_ready).wait();
   ++host_waits_;
   const std::byte* from = down_.host().data();
   for (std::size_t k = 0; k < remotes_.size(); ++k) {
     Remote& r = remotes_[k];
     tickets_[remote_[k]].wait();  // the last upload out of this staging buffer
+    const std::span<const Ticket> after =
+        dst_after.empty() ? std::span<const Ticket>() : dst_after.subspan(remote_[k], 1);
+    if (!r.up.staged()) {  // the host writes the destination itself
+      for (const Ticket& t : after) t.wait();
+    }
     std::memcpy(r.up.host().data(), from, src_.size());
-    tickets_[remote_[k]] = r.up.submit();
+    tickets_[remote_[k]] = r.up.submit(after);
   }
   return tickets_;
 }

@@ -43,9 +43,13 @@ class CrossDeviceCopy {
   /// source where it passes through host memory): per destination, the ticket
   /// (of that destination's Device) after which it holds the data, empty where
   /// the host wrote it directly. `src_ready` are tickets of the source's Device
-  /// for the work that writes the source. The tickets stay valid until the next
-  /// start().
-  std::span<const Ticket> start(std::span<const Ticket> src_ready = {});
+  /// for the work that writes the source. `dst_after`, empty or one per
+  /// destination (of its Device, may be empty): work that must be done before
+  /// the destination is overwritten (its own writes of the old values); the
+  /// copy waits for it on the device, the host only where it writes the
+  /// destination itself. The tickets stay valid until the next start().
+  std::span<const Ticket> start(std::span<const Ticket> src_ready = {},
+                                std::span<const Ticket> dst_after = {});
   /// start() and wait: returns when every destination holds the data.
   void run(std::span<const Ticket> src_ready = {});
 
@@ -87,7 +91,8 @@ class CrossDeviceCopy {
   /// Two host allocations of the source's size rounded up to `alignment`,
   /// each imported by every side, with their copies in and out.
   void build_imported(std::size_t alignment);
-  std::span<const Ticket> start_imported(std::span<const Ticket> src_ready);
+  std::span<const Ticket> start_imported(std::span<const Ticket> src_ready,
+                                         std::span<const Ticket> dst_after);
   std::vector<Imported> imported_;  // two, used in turn; empty: not imported
   std::size_t next_imported_ = 0;
 };

@@ -164,6 +164,42 @@ TEST_CASE("unsynchronized batch norm: the moving averages follow tower 0's shard
 }
 
 TEST_CASE(
+    "unsynchronized batch norm: towers on one shared Device, staged, wait on the host once a step "
+    "and train what towers on their own Devices do",
+    "[batch_norm][towers]") {
+  // The new weights reach each tower after its own step has written its
+  // moving averages: ordered on the device, not by the host waiting.
+  const auto train = [](vkt::TowerDevices devices, bool staged, double* waits_per_step) {
+    vkt::Instance instance;
+    const auto replicated = vkt::replicate_model_fn(
+        cnn(false), {.devices = std::vector<std::uint32_t>{0, 0},
+                     .tower_devices = devices,
+                     .device_options = vkt::DeviceOptions{.force_staging = staged}});
+    vkt::ModelContext root(instance, {{"x", {{kBatch, 6, 6, 2}}}},
+                           {{"y", {{kBatch}, vkt::DType::I32}}});
+    const vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
+    constexpr int kSteps = 10, kWarm = 3;
+    std::uint64_t before = 0;
+    for (int k = 0; k < kSteps; ++k) {
+      if (k == kWarm) before = spec.run->host_waits().devices;
+      const Batch b = batch(k);
+      spec.run->train_step(b.features, b.labels);
+    }
+    if (waits_per_step != nullptr) {
+      *waits_per_step =
+          static_cast<double>(spec.run->host_waits().devices - before) / (kSteps - kWarm);
+    }
+    std::vector<std::vector<float>> values;
+    for (const std::string& name : kVariables) values.push_back(spec.run->variable(name));
+    return values;
+  };
+  double waits = 0;
+  const auto shared = train(vkt::TowerDevices::Shared, true, &waits);
+  CHECK(waits <= 1.0);
+  CHECK(shared == train(vkt::TowerDevices::PerTower, false, nullptr));
+}
+
+TEST_CASE(
     "batch norm: a resumed run equals the uninterrupted one bit for bit, and prediction "
     "uses the moving statistics",
     "[batch_norm][towers]") {
