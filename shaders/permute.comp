@@ -5,6 +5,8 @@
 // sum(c[k] * S[k]), where S[k] is x's stride along the axis that output axis k
 // takes. 32-bit words are copied, so f32 and i32 alike. Dims and strides are
 // specialization constants: the coordinates come from divisions by constants.
+// Where the last axis stays last (stride 1) an invocation copies RUN
+// consecutive elements of it, its coordinates found once.
 layout(local_size_x_id = 0) in;
 #include "index.glsl"
 
@@ -20,6 +22,7 @@ layout(constant_id = 9) const uint S2 = 0;
 layout(constant_id = 10) const uint S3 = 0;
 layout(constant_id = 11) const uint S4 = 0;
 layout(constant_id = 12) const uint S5 = 0;
+layout(constant_id = 13) const uint RUN = 1;  // divides O5; > 1 only where S5 is 1
 
 layout(std430, binding = 0) readonly buffer X { uint x[]; };
 layout(std430, binding = 1) writeonly buffer Out { uint o[]; };
@@ -28,7 +31,7 @@ layout(push_constant) uniform Params {
 };
 
 void main() {
-  uint i = linear_index();
+  uint i = linear_index() * RUN;
   if (i >= n) return;
   uint rest = i;
   uint from = (rest % O5) * S5;
@@ -42,5 +45,5 @@ void main() {
   from += (rest % O1) * S1;
   rest /= O1;
   from += rest * S0;
-  o[i] = x[from];
+  for (uint r = 0u; r < RUN; ++r) o[i + r] = x[from + r];
 }

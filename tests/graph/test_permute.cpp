@@ -61,6 +61,21 @@ TEST_CASE("permute: every axis order of rank 3 and 4, forward and gradient", "[p
   }
 }
 
+TEST_CASE("permute: a last axis of a multiple of 4 that stays last goes 4 elements at a time",
+          "[permute]") {
+  // Every order of rank 3, and of rank 4 those keeping the last axis (the
+  // others take the element-wise kernel), and the heads' orders of attention.
+  for (const Shape& shape : {Shape{3, 5, 8}, Shape{2, 3, 5, 4}}) {
+    std::vector<int> perm(static_cast<std::size_t>(shape.rank()));
+    std::iota(perm.begin(), perm.end(), 0);
+    do {
+      if (shape.rank() == 3 || perm.back() == 3) check_permute(shape, perm);
+    } while (std::next_permutation(perm.begin(), perm.end()));
+  }
+  check_permute(Shape{2, 3, 3, 2, 8}, {2, 0, 3, 1, 4});  // [B, T, 3, H, Dh] -> [3, B, H, T, Dh]
+  check_permute(Shape{2, 2, 3, 12}, {0, 2, 1, 3});       // [B, H, T, Dh] -> [B, T, H, Dh]
+}
+
 TEST_CASE("permute: rank 5 and 6 (a fused projection's heads moved out), forward and gradient",
           "[permute]") {
   const std::vector<std::pair<Shape, std::vector<int>>> cases = {
