@@ -74,6 +74,7 @@ TEST_CASE("concat: forward and gradient against the CPU reference") {
       {{Shape{7}, Shape{1}, Shape{33}}, 0},
       {{Shape{3, 5}, Shape{3, 1}, Shape{3, 7}}, -1},
       {{Shape{1, 3, 3}, Shape{2, 3, 3}}, 0},  // unaligned piece starts
+      {{Shape{1, 2, 5}, Shape{1, 3, 5}}, 1},  // one block per piece after a leading 1
       {{Shape{2, 3, 4}, Shape{2, 5, 4}}, 1},  // middle axis of rank 3
       {{Shape{2, 3, 4}, Shape{2, 3, 1}, Shape{2, 3, 3}}, 2},
       // 6 inputs: more than one dispatch's worth of pieces

@@ -43,6 +43,18 @@ class PlaceOp final : public Op {
     // Gaps must read as zeros; where the pieces cover everything the fill would
     // only cost a pass over memory.
     if (!covers_) ctx.stream().fill(ctx.buffer(out), 0);
+    if (product(shape, 0, axis_) == 1) {
+      // One block per piece (concat along the first axis that is not 1: a
+      // split's gradient): copies, no index arithmetic.
+      const BufferRange whole = ctx.buffer(out);
+      for (std::size_t p = 0; p < in.size(); ++p) {
+        const std::size_t offset = static_cast<std::size_t>(begins_[p] * trailing) * 4;
+        const std::size_t bytes = static_cast<std::size_t>(in[p].shape().elements()) * 4;
+        ctx.stream().copy(ctx.buffer(in[p]),
+                          BufferRange(*whole.buffer, whole.offset + offset, bytes));
+      }
+      return;
+    }
     const Kernel& kernel =
         ctx.device().kernel({.shader = "concat", .local_size = {ops_detail::kLocalSize, 1, 1}});
     for (std::size_t first = 0; first < in.size(); first += kPiecesPerDispatch) {
