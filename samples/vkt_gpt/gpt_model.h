@@ -80,14 +80,13 @@ inline vkt::Tensor gpt_logits(vkt::Graph& g, const vkt::Tensor& tokens, const vk
 
 /// GPT-2's optimizers for `loss`: AdamW (weight decay) on the matrices, Adam
 /// on the biases and norms, both on a cosine schedule after a linear warm-up
-/// and each clipping its gradients to a global norm of 1. Returns the train op.
+/// and each clipping its gradients to a global norm of 1. One backward pass
+/// serves both (a minimize() each would build two). Returns the train op.
 inline vkt::Tensor gpt_train_op(vkt::Graph& g, const vkt::Tensor& loss, const vkt::Params& params) {
   const auto real = [&](const char* key) { return std::get<double>(params.at(key)); };
   const auto steps = static_cast<std::uint64_t>(std::get<std::int64_t>(params.at("steps")));
-  std::vector<vkt::Tensor> matrices, others;
-  for (const vkt::Variable& v : g.variables()) {
-    (v.tensor.shape().rank() == 2 ? matrices : others).push_back(v.tensor);
-  }
+  std::vector<vkt::Tensor> variables;
+  for (const vkt::Variable& v : g.variables()) variables.push_back(v.tensor);
   const vkt::LearningRate lr = vkt::LearningRate::cosine_decay(
       real("learning_rate"), steps, 0.1, std::max<std::uint64_t>(steps / 20, 1));
   const vkt::Clipping clip{.global_norm = 1.0f};
@@ -97,8 +96,12 @@ inline vkt::Tensor gpt_train_op(vkt::Graph& g, const vkt::Tensor& loss, const vk
   });
   vkt::TowerOptimizer adam(
       [=] { return std::make_unique<vkt::Adam>(lr, vkt::AdamOptions{.clipping = clip}); });
-  adamw.minimize(loss, matrices);
-  return adam.minimize(loss, others);
+  std::vector<vkt::GradVar> matrices, others;
+  for (const vkt::GradVar& gv : adamw.compute_gradients(loss, variables)) {
+    (gv.var.shape().rank() == 2 ? matrices : others).push_back(gv);
+  }
+  adamw.apply_gradients(matrices);
+  return adam.apply_gradients(others);
 }
 
 inline vkt::EstimatorSpec gpt_model(vkt::ModelContext& ctx, const vkt::TensorDict& features,
