@@ -22,6 +22,7 @@ constexpr std::size_t kNormSegmentBytes = 16;
 constexpr std::uint64_t kChunk = 256;  // floats per partial sum (kChunk in the shader)
 // Pass-0 workgroups at most: enough for any device, each takes chunks in turn.
 constexpr std::uint64_t kMaxGroups = 4096;
+constexpr std::uint32_t kChunkLanes = 64;  // chunks a workgroup sums, one an invocation
 
 std::uint64_t chunks_of(const Tensor& t) {
   return (static_cast<std::uint64_t>(t.shape().elements()) + kChunk - 1) / kChunk;
@@ -56,7 +57,14 @@ class GlobalNormOp final : public Op {
     Device& device = ctx.device();
     const BufferRange table = ctx.host_params();
     const BufferRange partials = ctx.buffer(out);
-    const Kernel& kernel = device.kernel({.shader = "global_norm"});
+    // Pass 0 a chunk an invocation where rows go by invocation (CPU devices):
+    // the same tree, the same bits.
+    const bool per_invocation = !ops_detail::row_workgroups(device, kChunk);
+    const Kernel& kernel = device.kernel({.shader = "global_norm", .local_size = {256, 1, 1}});
+    const Kernel& chunks = per_invocation ? device.kernel({.shader = "global_norm",
+                                                           .local_size = {kChunkLanes, 1, 1},
+                                                           .constants = {SpecConstant::u32(1, 1)}})
+                                          : kernel;
     for (const WindowPart& part : plan_windows(segments, device.max_storage_buffer_range(),
                                                tensor_alignment(device), type())) {
       const Window& w = part.windows[0];
@@ -71,8 +79,10 @@ class GlobalNormOp final : public Op {
                           static_cast<std::uint32_t>(end),
                           static_cast<std::uint32_t>(x.offset / 4),
                           0};
-      const auto groups = static_cast<std::uint32_t>(std::min(end - begin, kMaxGroups));
-      ctx.stream().dispatch(kernel, {x, table, partials}, push, Groups{groups, 1, 1});
+      const std::uint64_t per_group = per_invocation ? kChunkLanes : 1;
+      const auto groups = static_cast<std::uint32_t>(
+          std::min((end - begin + per_group - 1) / per_group, kMaxGroups));
+      ctx.stream().dispatch(chunks, {x, table, partials}, push, Groups{groups, 1, 1});
     }
     // The sum of the partials (of nothing, for empty tensors: 0).
     const BufferRange any(grads, ctx.buffer(in[0]).offset, 16);

@@ -11,7 +11,11 @@
 // (optimizers/global_norm.cpp), several pass-0 dispatches when it spans more;
 // a window holds whole chunks, so each chunk's sum, and the norm, are the
 // same bits however the segments are split.
-layout(local_size_x = 256) in;
+// CHUNK_PER_INVOCATION (pass 0 on CPU devices, where a barrier is a switch
+// between lane groups): each invocation sums a whole chunk by the same tree in
+// its own registers, so the same bits without a barrier.
+layout(local_size_x_id = 0) in;  // 256; 64 with CHUNK_PER_INVOCATION
+layout(constant_id = 1) const bool CHUNK_PER_INVOCATION = false;
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer Params {
@@ -57,8 +61,30 @@ uint segment_of(uint c) {
   return lo;
 }
 
+// Chunk c's sum of squares by workgroup_sum's tree, on one invocation.
+float chunk_sum(uint c) {
+  uvec4 s = seg[segment_of(c)];
+  float v[kChunk];
+  for (uint k = 0; k < kChunk; ++k) {
+    uint e = (c - s.z) * kChunk + k;
+    float a = e < s.y ? x[s.x - base + e] : 0.0;
+    v[k] = a * a;
+  }
+  for (uint width = kChunk / 2; width > 0; width /= 2) {
+    for (uint k = 0; k < width; ++k) v[k] += v[k + width];
+  }
+  return v[0];
+}
+
 void main() {
   uint t = gl_LocalInvocationID.x;
+  if (pass == 0 && CHUNK_PER_INVOCATION) {
+    uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    for (uint c = first_chunk + gl_GlobalInvocationID.x; c < end_chunk; c += stride) {
+      norm[1 + c] = chunk_sum(c);
+    }
+    return;
+  }
   if (pass == 0) {
     for (uint c = first_chunk + gl_WorkGroupID.x; c < end_chunk; c += gl_NumWorkGroups.x) {
       uvec4 s = seg[segment_of(c)];

@@ -27,6 +27,7 @@
 #include <vktower/runtime/vulkan/kernel.h>
 #include <vktower/runtime/vulkan/stream.h>
 
+#include "../graph/row_kernels_scope.h"
 #include "../shared_device.h"
 #include "../test_support.h"
 #include "sparse_links_reference.h"
@@ -312,8 +313,10 @@ TEST_CASE("a variable past a small max storage buffer range is updated in parts 
 namespace {
 
 /// The global norm of gradients of the given sizes (each fed, so known), as
-/// the optimizers' clipping computes it, run twice.
-std::vector<float> norm_twice(vkt::Device& device, const std::vector<std::vector<float>>& grads) {
+/// the optimizers' clipping computes it, run twice; with `partials`, the
+/// first run's whole output (the norm, then every chunk's sum of squares).
+std::vector<float> norm_twice(vkt::Device& device, const std::vector<std::vector<float>>& grads,
+                              bool partials = false) {
   vkt::Graph g(device);
   // Fed gradients, as train_wide's: a computed one would bind whole tensors
   // the small range refuses.
@@ -328,6 +331,7 @@ std::vector<float> norm_twice(vkt::Device& device, const std::vector<std::vector
   std::vector<float> out;
   for (int run = 0; run < 2; ++run) {
     exec.run();
+    if (partials) return exec.read(norm);
     out.push_back(exec.read(norm)[0]);
   }
   return out;
@@ -357,6 +361,16 @@ TEST_CASE(
   const std::vector<float> split = norm_twice(*limited_device(), grads);
   CHECK(split[0] == whole[0]);
   CHECK(split[1] == whole[0]);
+  // A chunk a workgroup (GPUs) and a chunk an invocation (CPU devices): one
+  // tree, every chunk's sum the same bits.
+  std::vector<std::vector<float>> outputs;
+  for (const char* kernels : {"workgroup", "invocation"}) {
+    const vkt::test::RowKernelsScope scope(kernels);
+    outputs.push_back(norm_twice(vkt::test::shared_device(), grads, true));
+  }
+  REQUIRE(outputs[0].size() > 200);  // the norm and every chunk's partial
+  CHECK(outputs[0] == outputs[1]);
+  CHECK(outputs[0][0] == whole[0]);
 }
 
 TEST_CASE(
