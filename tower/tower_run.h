@@ -187,9 +187,10 @@ class TowerRun {
   void build_one_tower();
   /// Training: where every tower's run leaves its loss (losses_).
   void build_losses();
-  /// True when the towers' gradients are handed over and combined on a
+  /// True when training hands the towers' gradients over to be combined on a
   /// consolidation device (several towers, several processes or accumulation);
-  /// false: one tower trains alone, its optimizers in its own program.
+  /// false: one tower trains alone, its optimizers in its own program, or the
+  /// run evaluates or predicts.
   bool exchanges() const { return exchange_ != nullptr; }
   /// This process's rank in the job (0 without a ProcessGroup).
   int rank() const;
