@@ -40,7 +40,7 @@ GradientBuckets plan_gradient_buckets(const std::vector<Tensor>& gradients,
 GradientExchange::GradientExchange(const std::vector<GradientDestination>& destinations,
                                    const std::vector<SparseRows>& sparse, int buckets,
                                    std::size_t towers, int accumulate_steps)
-    : buckets_(buckets), accumulate_(accumulate_steps) {
+    : buckets_(buckets) {
   for (const GradientDestination& d : destinations) {
     reducers_.push_back(
         d.sum.buffer == nullptr ? nullptr : std::make_unique<GradientReducer>(d.segments, d.sum));
@@ -56,10 +56,7 @@ GradientExchange::GradientExchange(const std::vector<GradientDestination>& desti
   }
 }
 
-GradientExchange::~GradientExchange() {
-  overlap_.reset();
-  processes_.reset();
-}
+GradientExchange::~GradientExchange() = default;
 
 void GradientExchange::join(ProcessGroup& processes, std::vector<BufferRange> gathered,
                             std::size_t chunk_bytes, bool may_overlap) {

@@ -116,7 +116,6 @@ class GradientExchange {
 
  private:
   int buckets_;
-  int accumulate_;
   // Per destination; null where it takes no dense gradient.
   std::vector<std::unique_ptr<GradientReducer>> reducers_;
   // Per tower, per micro-batch: its sparse rows into the master's slots.

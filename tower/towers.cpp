@@ -109,11 +109,8 @@ Towers::Towers(ModelContext& root, const ModelFn& model_fn, int n, Mode mode, co
   if (n > 1) threads_ = std::make_unique<TowerThreads>(n);
 }
 
-Towers::~Towers() {
-  threads_.reset();
-  // Each program before the graph it runs.
-  for (Tower& t : towers_) t.executor.reset();
-}
+// The threads first (declared last), then each tower's program before its graph.
+Towers::~Towers() = default;
 
 void Towers::collect_gradients(const OptimizerCalls& calls, float scale) {
   for (std::size_t i = 0; i < towers_.size(); ++i) {

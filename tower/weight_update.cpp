@@ -26,16 +26,9 @@ WeightUpdate::WeightUpdate(Towers& towers, const OptimizerCalls& calls,
   build_state_copies(towers);
 }
 
-WeightUpdate::~WeightUpdate() {
-  // Whatever records on another object's device goes first.
-  state_in_.clear();
-  broadcast_.reset();
-  shares_.clear();
-  mirrored_sum_ = Buffer();
-  tower_updates_.clear();
-  master_executor_.reset();
-  master_.reset();
-}
+// The members go in reverse order: the copies, then the programs, then the
+// graphs, then the Devices they lie on.
+WeightUpdate::~WeightUpdate() = default;
 
 Device& WeightUpdate::consolidation_device(Towers& towers, const UpdatePlacement& placement,
                                            std::uint32_t index, std::unique_ptr<Instance>& instance,

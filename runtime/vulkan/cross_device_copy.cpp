@@ -124,11 +124,12 @@ std::span<const Ticket> CrossDeviceCopy::start(std::span<const Ticket> src_ready
     throw Error(fmt::format("cross-device copy: {} tickets to follow for {} destinations",
                             dst_after.size(), dsts_.size()));
   }
-  if (local_copy_) {
+  if (local_copy_ && dst_after.empty()) {
+    const Ticket done = local_copy_->submit(src_ready);
+    for (std::size_t i : local_) tickets_[i] = done;
+  } else if (local_copy_) {
     std::vector<Ticket> waits(src_ready.begin(), src_ready.end());
-    if (!dst_after.empty()) {
-      for (std::size_t i : local_) waits.push_back(dst_after[i]);
-    }
+    for (std::size_t i : local_) waits.push_back(dst_after[i]);
     const Ticket done = local_copy_->submit(waits);
     for (std::size_t i : local_) tickets_[i] = done;
   }
