@@ -15,7 +15,7 @@ namespace vkt::test {
 class RowKernelsScope {
  public:
   explicit RowKernelsScope(const char* value)
-      : env_("VKT_ROW_KERNELS", value), old_(shared_device().options().row_kernels) {
+      : old_(shared_device().options().row_kernels), env_("VKT_ROW_KERNELS", value) {
     shared_device().set_row_kernels(parse_row_kernels(value, "RowKernelsScope"));
   }
   ~RowKernelsScope() { shared_device().set_row_kernels(old_); }
@@ -23,8 +23,10 @@ class RowKernelsScope {
   RowKernelsScope& operator=(const RowKernelsScope&) = delete;
 
  private:
-  EnvScope env_;
+  // Before env_: a shared device this scope makes must see the environment
+  // as it was, or the scope's value would be what it puts back.
   RowKernels old_;
+  EnvScope env_;
 };
 
 }  // namespace vkt::test

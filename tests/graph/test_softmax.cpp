@@ -224,3 +224,17 @@ TEST_CASE("softmax, argmax and one_hot report bad inputs when the graph is built
   const Tensor rank6 = g.input("r6", {1, 1, 1, 1, 1, 2}, vkt::DType::I32);
   CHECK_THAT(error_of([&] { vkt::one_hot(rank6, 2); }), Contains("rank 6"));
 }
+
+TEST_CASE(
+    "a RowKernelsScope that makes the shared device puts back the device's own row kernels, not "
+    "its own") {
+  vkt::test::release_shared_device();
+  const vkt::RowKernels own = vkt::test::shared_device().options().row_kernels;
+  vkt::test::release_shared_device();
+  {
+    // The first shared_device() call is the scope's.
+    const vkt::test::RowKernelsScope scope(own == vkt::RowKernels::Workgroup ? "invocation"
+                                                                             : "workgroup");
+  }
+  CHECK(vkt::test::shared_device().options().row_kernels == own);
+}
