@@ -1,5 +1,8 @@
 #pragma once
-// What the benchmark programs share: timing by the median of repetitions.
+// What the benchmark programs share: timing by the median of repetitions, and
+// the process's CPU time (the figure another tenant's load disturbs least).
+
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -21,6 +24,17 @@ double median_seconds(int reps, Fn&& fn) {
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
+}
+
+/// User + system CPU seconds of this process so far, every thread included
+/// (lavapipe's too).
+inline double process_cpu_seconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
+  };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
 }  // namespace vkt::bench

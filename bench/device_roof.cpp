@@ -13,7 +13,7 @@
 #include <chrono>
 #include <functional>
 
-#include <sys/resource.h>
+#include "bench_util.h"
 
 namespace vkt::bench {
 namespace {
@@ -30,16 +30,6 @@ struct CopyParams {
 
 bool is_cpu(const Device& device) {
   return device.info().type == DeviceType::Cpu;
-}
-
-/// User + system CPU time of this process so far (every thread, lavapipe's included).
-double process_cpu_seconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  const auto seconds = [](const timeval& t) {
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
-  };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
 /// Times streams recorded by a callback: between two timestamps on the device

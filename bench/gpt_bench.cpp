@@ -11,6 +11,7 @@
 #include <vktower/tower/tower_run.h>
 #include <vktower/vktower.h>
 #include "../samples/vkt_gpt/gpt_model.h"
+#include "bench_util.h"
 #include "device_roof.h"
 #include "torch_reference.h"
 
@@ -31,6 +32,7 @@ struct Flags {
   int steps = 5;
   int reps = 5;
   std::vector<int> towers{1, 2};
+  int rounds = 3;
   int torch_steps = 5;
   std::string torch_device = "auto";
   bool skip_torch = false;
@@ -56,35 +58,58 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-/// Tokens/s of the training step on `n` towers of device 0 (wall clock, after
-/// a warm-up step) and the median time a train_step call took in ms (the step runs on after it
-/// returns).
-std::pair<double, double> train_rate(vkt::Instance& instance, int n, const Flags& f) {
+/// One tower count's training step, built once and timed in several rounds.
+struct TimedTowers {
+  int towers;
+  vkt::EstimatorSpec spec;
+  vkt::HostBatch features, labels;
+};
+
+TimedTowers build_towers(vkt::Instance& instance, int n, const Flags& f) {
   const std::int64_t b = f.batch, t = f.model.context;
   const RandomTokens data = random_tokens(f);
-  const vkt::HostBatch features = {{"tokens", vkt::HostTensor::ints({b, t}, data.tokens)}};
-  const vkt::HostBatch labels = {{"next", vkt::HostTensor::ints({b, t}, data.next)}};
   const auto replicated = vkt::replicate_model_fn(
       gpt_model, {.loss_reduction = vkt::LossReduction::Mean,
                   .devices = std::vector<std::uint32_t>(static_cast<std::size_t>(n), 0)});
   vkt::ModelContext root(instance, {{"tokens", {{b, t}, vkt::DType::I32}}},
                          {{"next", {{b, t}, vkt::DType::I32}}});
-  const vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, to_params(f.model));
-  spec.run->train_step(features, labels);  // warm-up: pipelines compile
-  (void)spec.run->loss();                  // and its step ends before the clock starts
-  // The rate: steps as a training loop runs them, queued behind each other,
-  // nothing read back until the end (last_step_times() reads the towers'
-  // device times, a wait for each step, so it is left to the loop below).
+  TimedTowers run{n,
+                  replicated(root, {}, {}, vkt::Mode::Train, to_params(f.model)),
+                  {{"tokens", vkt::HostTensor::ints({b, t}, data.tokens)}},
+                  {{"next", vkt::HostTensor::ints({b, t}, data.next)}}};
+  run.spec.run->train_step(run.features, run.labels);  // warm-up: pipelines compile
+  (void)run.spec.run->loss();                          // and its step ends before any clock starts
+  return run;
+}
+
+/// A timed loop's rates: tokens per wall-clock second and per CPU second of
+/// this process (lavapipe's threads included; PyTorch's side counts its own).
+struct Rate {
+  double tokens_per_s = 0, tokens_per_cpu_s = 0;
+};
+
+/// `f.steps` steps as a training loop runs them: queued behind each other,
+/// nothing read back until the end (last_step_times() reads the towers' device
+/// times, a wait for each step, so it is left to step_parts()).
+Rate time_steps(TimedTowers& run, const Flags& f) {
   const auto start = std::chrono::steady_clock::now();
-  for (int s = 0; s < f.steps; ++s) spec.run->train_step(features, labels);
-  // train_step returns with its step still queued: the last steps end here.
-  (void)spec.run->loss();
+  const double cpu_before = vkt::bench::process_cpu_seconds();
+  for (int s = 0; s < f.steps; ++s) run.spec.run->train_step(run.features, run.labels);
+  (void)run.spec.run->loss();  // train_step returns with its step queued: the last ends here
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double cpu_s = vkt::bench::process_cpu_seconds() - cpu_before;
+  const double tokens = static_cast<double>(f.batch * f.model.context) * f.steps;
+  return {tokens / wall_s, tokens / cpu_s};
+}
+
+/// The host's share of a step by part, and the median time a train_step call
+/// took in ms (the step runs on after it returns).
+double step_parts(TimedTowers& run, const Flags& f) {
   std::vector<double> step_ms, towers_ms, reduce_ms, apply_ms, copy_ms;
   for (int s = 0; s < std::min(f.steps, 3); ++s) {
-    spec.run->train_step(features, labels);
-    const vkt::TowerRun::StepTimes& t = spec.run->last_step_times();
+    run.spec.run->train_step(run.features, run.labels);
+    const vkt::TowerRun::StepTimes& t = run.spec.run->last_step_times();
     step_ms.push_back(t.step);
     towers_ms.push_back(t.towers);
     reduce_ms.push_back(t.reduce);
@@ -93,20 +118,23 @@ std::pair<double, double> train_rate(vkt::Instance& instance, int n, const Flags
   }
   fmt::print(
       "  {} tower{}: step parts (host), medians of {}: towers {:.1f} ms, reduce {:.1f} ms, "
-      "apply {:.1f} ms, copy back {:.1f} ms\n",
-      n, n == 1 ? "" : "s", step_ms.size(), median(towers_ms), median(reduce_ms), median(apply_ms),
-      median(copy_ms));
-  return {static_cast<double>(b * t) * f.steps / wall_s, median(step_ms)};
+      "apply {:.1f} ms, copy back {:.1f} ms, train_step call {:.2f} ms\n",
+      run.towers, run.towers == 1 ? "" : "s", step_ms.size(), median(towers_ms), median(reduce_ms),
+      median(apply_ms), median(copy_ms), median(step_ms));
+  return median(step_ms);
 }
 
-void report_pytorch(const Flags& f, double best) {
+/// PyTorch's rates on the same model and batch, or nothing (no torch here, or
+/// the script failed; the reason is printed). `print_facts` prints the run's
+/// facts (threads, BLAS core, device) once.
+std::optional<Rate> pytorch_rate(const Flags& f, bool print_facts) {
   const std::optional<std::string> python = vkt::bench::torch_python();
   const std::string script = vkt::bench::bench_script(VKT_BENCH_DIR, "pytorch_gpt.py");
   if (!python) {
     fmt::print(
         "pytorch: skipped, no python3 here imports torch (apt-get install python3-torch, or set "
         "VKT_PYTHON)\n");
-    return;
+    return std::nullopt;
   }
   const GptSettings& m = f.model;
   const std::string args = fmt::format(
@@ -117,14 +145,74 @@ void report_pytorch(const Flags& f, double best) {
   const auto torch = vkt::bench::run_torch_script(*python, script, args);
   if (!torch) {
     fmt::print("pytorch: {} failed (its output is above)\n", script);
-    return;
+    return std::nullopt;
   }
-  for (const auto& [key, value] : *torch) fmt::print("  {}={}\n", key, value);
-  const double theirs = std::stod(torch->at("pytorch_tokens_per_s"));
-  fmt::print("pytorch ({}): {:.1f} tokens/s; vktower's best above: {:.1f}\n", *python, theirs,
-             best);
-  fmt::print("gpt_vs_pytorch_ratio={:.3f}\n", best / theirs);
-  fmt::print("gpt_vs_pytorch_{}_ratio={:.3f}\n", f.torch_device, best / theirs);
+  if (print_facts) {
+    fmt::print("pytorch ({}):\n", *python);
+    for (const auto& [key, value] : *torch) {
+      if (key.find("per_") == std::string::npos) fmt::print("  {}={}\n", key, value);
+    }
+  }
+  return Rate{std::stod(torch->at("pytorch_tokens_per_s")),
+              std::stod(torch->at("pytorch_tokens_per_cpu_s"))};
+}
+
+/// Interleaved rounds: each round times every tower count, then PyTorch; each
+/// side keeps its best round. Another tenant's load on the machine slows
+/// whichever side it happens to overlap, so one round of each makes the ratio
+/// a coin toss; the best of several interleaved rounds is the one comparison
+/// that load cannot tilt towards either side.
+void compare_rates(vkt::Instance& instance, const Flags& f) {
+  std::vector<TimedTowers> runs;
+  for (const int n : f.towers) {
+    if (f.batch % n != 0) {
+      fmt::print("{} towers: skipped, the batch does not divide by {}\n", n, n);
+      continue;
+    }
+    runs.push_back(build_towers(instance, n, f));
+    (void)step_parts(runs.back(), f);
+  }
+  std::vector<Rate> best(runs.size());
+  Rate theirs_best;
+  bool have_torch = false;
+  for (int round = 0; round < f.rounds; ++round) {
+    std::string line = fmt::format("round {}:", round + 1);
+    Rate ours;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      const Rate r = time_steps(runs[i], f);
+      best[i].tokens_per_s = std::max(best[i].tokens_per_s, r.tokens_per_s);
+      best[i].tokens_per_cpu_s = std::max(best[i].tokens_per_cpu_s, r.tokens_per_cpu_s);
+      ours.tokens_per_s = std::max(ours.tokens_per_s, r.tokens_per_s);
+      line += fmt::format(" {} tower{} {:.0f} tokens/s ({:.0f} per CPU s);", runs[i].towers,
+                          runs[i].towers == 1 ? "" : "s", r.tokens_per_s, r.tokens_per_cpu_s);
+    }
+    if (!f.skip_torch) {
+      const std::optional<Rate> theirs = pytorch_rate(f, round == 0);
+      if (theirs) {
+        have_torch = true;
+        theirs_best.tokens_per_s = std::max(theirs_best.tokens_per_s, theirs->tokens_per_s);
+        theirs_best.tokens_per_cpu_s =
+            std::max(theirs_best.tokens_per_cpu_s, theirs->tokens_per_cpu_s);
+        line += fmt::format(" pytorch {:.0f} tokens/s ({:.0f} per CPU s); ratio {:.3f}",
+                            theirs->tokens_per_s, theirs->tokens_per_cpu_s,
+                            ours.tokens_per_s / theirs->tokens_per_s);
+      }
+    }
+    fmt::print("{}\n", line);
+  }
+  Rate ours;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    fmt::print("gpt_towers_{}_tokens_per_s={:.1f}\n", runs[i].towers, best[i].tokens_per_s);
+    ours.tokens_per_s = std::max(ours.tokens_per_s, best[i].tokens_per_s);
+    ours.tokens_per_cpu_s = std::max(ours.tokens_per_cpu_s, best[i].tokens_per_cpu_s);
+  }
+  if (!have_torch) return;
+  fmt::print("pytorch_tokens_per_s={:.1f}\n", theirs_best.tokens_per_s);
+  fmt::print("gpt_vs_pytorch_ratio={:.3f}\n", ours.tokens_per_s / theirs_best.tokens_per_s);
+  fmt::print("gpt_vs_pytorch_{}_ratio={:.3f}\n", f.torch_device,
+             ours.tokens_per_s / theirs_best.tokens_per_s);
+  fmt::print("gpt_vs_pytorch_per_cpu_second_ratio={:.3f}\n",
+             ours.tokens_per_cpu_s / theirs_best.tokens_per_cpu_s);
 }
 
 /// One tower's training step by op and kernel,
@@ -246,6 +334,10 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  app.add_option("--rounds", f.rounds,
+                 "interleaved timing rounds of vktower and PyTorch (each side's best counts)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
   app.add_option("--torch-steps", f.torch_steps, "PyTorch's timed steps")->capture_default_str();
   app.add_option("--torch-device", f.torch_device,
                  "PyTorch's device: auto (cpu on lavapipe, else cuda), cpu or cuda")
@@ -269,21 +361,7 @@ int main(int argc, char** argv) {
         "heads, context {}, vocab {}, batch {}, attention {}\n",
         instance.device(0).name, threads ? threads : "unset", core ? core : "unset", f.model.layers,
         f.model.width, f.model.heads, f.model.context, f.model.vocab, f.batch, f.model.attention);
-    double best = 0;
-    for (const int n : f.towers) {
-      if (f.batch % n != 0) {
-        fmt::print("{} towers: skipped, the batch does not divide by {}\n", n, n);
-        continue;
-      }
-      const auto [rate, ms] = train_rate(instance, n, f);
-      fmt::print(
-          "{} tower{}: {:8.1f} tokens/s (wall clock), train_step call {:.2f} ms (median of {}; the "
-          "step runs on after it returns)\n",
-          n, n == 1 ? " " : "s", rate, ms, std::min(f.steps, 3));
-      fmt::print("gpt_towers_{}_tokens_per_s={:.1f}\n", n, rate);
-      best = std::max(best, rate);
-    }
-    if (!f.skip_torch) report_pytorch(f, best);
+    compare_rates(instance, f);
     if (!f.skip_profile) report_profile(instance, f);
     return 0;
   } catch (const vkt::Error& e) {

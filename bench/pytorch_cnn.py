@@ -65,7 +65,7 @@ def main():
         adam.step()
         return loss
 
-    seconds = timed_steps(torch, args.device, step, args.warmup, args.steps)
+    seconds, _ = timed_steps(torch, args.device, step, args.warmup, args.steps)
     print_run_facts(torch, args.device)
     print(f"mkldnn={torch.backends.mkldnn.is_available()}")
     print(f"pytorch_examples_per_s={args.batch * args.steps / seconds:.1f}")

@@ -4,7 +4,8 @@ Gpt: GPT-2 pre-LayerNorm blocks, dropout, AdamW on the matrices and Adam on the
 rest, each clipped to a global norm of 1) trained by PyTorch on the CPU (or,
 with `--device cuda`, the GPU) on random tokens, timed over `--steps` steps
 after a warm-up. Prints `key=value` lines; pytorch_examples_per_s counts
-sequences, pytorch_tokens_per_s tokens."""
+sequences, pytorch_tokens_per_s tokens, pytorch_tokens_per_cpu_s tokens per
+CPU second of this process."""
 
 import argparse
 import os
@@ -60,10 +61,11 @@ def main():
         adamw.step()
         adam.step()
 
-    seconds = timed_steps(torch, args.device, step, args.warmup, args.steps)
+    seconds, cpu_seconds = timed_steps(torch, args.device, step, args.warmup, args.steps)
     print_run_facts(torch, args.device)
     print(f"pytorch_examples_per_s={args.batch * args.steps / seconds:.2f}")
     print(f"pytorch_tokens_per_s={args.batch * args.context * args.steps / seconds:.1f}")
+    print(f"pytorch_tokens_per_cpu_s={args.batch * args.context * args.steps / cpu_seconds:.1f}")
 
 
 if __name__ == "__main__":

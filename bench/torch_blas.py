@@ -23,19 +23,20 @@ def openblas_core():
 
 
 def timed_steps(torch, device, step, warmup, steps):
-    """Seconds that `steps` calls of `step` take after `warmup` untimed ones,
-    waiting for the GPU at both ends on CUDA."""
+    """Wall-clock and CPU seconds (every thread of this process) that `steps`
+    calls of `step` take after `warmup` untimed ones, waiting for the GPU at
+    both ends on CUDA."""
     def sync():
         if device == "cuda":
             torch.cuda.synchronize()
     for _ in range(warmup):
         step()
     sync()
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     for _ in range(steps):
         step()
     sync()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu_start
 
 
 def print_run_facts(torch, device):

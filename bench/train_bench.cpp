@@ -9,8 +9,8 @@
 // GPU with --torch-device cuda, the default where the Vulkan device is not
 // lavapipe) with the ratio.
 #include <fmt/format.h>
-#include <sys/resource.h>
 #include <CLI/CLI.hpp>
+#include "bench_util.h"
 
 #include <vktower/vktower.h>
 #include "device_roof.h"
@@ -103,16 +103,6 @@ struct Rate {
   double examples_per_cpu_s = 0;
 };
 
-/// User + system CPU seconds of this process so far, every thread included.
-double process_cpu_seconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  const auto seconds = [](const timeval& t) {
-    return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6;
-  };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-}
-
 /// The step as a user trains it: replicate_model_fn on one tower, TowerRun.
 Rate train_rate(vkt::Instance& instance, const Flags& flags, const std::string& optimizer) {
   const auto model = [optimizer](vkt::ModelContext&, const vkt::TensorDict& f,
@@ -130,7 +120,7 @@ Rate train_rate(vkt::Instance& instance, const Flags& flags, const std::string& 
                          {{"y", {{kBatch}, vkt::DType::I32}}});
   const vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
   spec.run->train_step(features, labels);  // warm-up
-  const double cpu_before = process_cpu_seconds();
+  const double cpu_before = vkt::bench::process_cpu_seconds();
   const auto start = std::chrono::steady_clock::now();
   // No reads in the loop: a device time read waits for its step.
   for (int s = 0; s < flags.steps; ++s) spec.run->train_step(features, labels);
@@ -139,7 +129,7 @@ Rate train_rate(vkt::Instance& instance, const Flags& flags, const std::string& 
   (void)spec.run->loss();
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double cpu = process_cpu_seconds() - cpu_before;
+  const double cpu = vkt::bench::process_cpu_seconds() - cpu_before;
   Rate r{.step_ms = wall_s * 1e3 / flags.steps,
          .device_ms = spec.run->last_step_times().slowest_tower};
   r.examples_per_cpu_s = static_cast<double>(kBatch) * flags.steps / cpu;

@@ -6,47 +6,27 @@ layout(local_size_x_id = 0) in;
 #include "index.glsl"
 layout(constant_id = 1) const uint OP = 0;
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) readonly buffer Y { float y[]; };
-layout(std430, binding = 2) readonly buffer DY { float dy[]; };
-layout(std430, binding = 3) writeonly buffer DX { float dx[]; };
+layout(std430, binding = 0) readonly buffer X {
+  float x[];
+};
+layout(std430, binding = 1) readonly buffer Y {
+  float y[];
+};
+layout(std430, binding = 2) readonly buffer DY {
+  float dy[];
+};
+layout(std430, binding = 3) writeonly buffer DX {
+  float dx[];
+};
 layout(push_constant) uniform Params {
   uint n;
   float alpha;
 };
 
 #include "activations.glsl"
+#include "unary_grad.glsl"
 
 void main() {
   uint i = linear_index();
-  if (i >= n) return;
-  float v = x[i];
-  float out_v = y[i];
-  float d;
-  switch (OP) {
-    case 0: d = -1.0; break;
-    case 1: d = sign(v); break;
-    case 2: d = out_v; break;
-    case 3: d = 1.0 / v; break;
-    case 4: d = 0.5 / out_v; break;
-    case 5: d = 2.0 * v; break;
-    case 6: d = alpha * power(v, alpha - 1.0); break;
-    case 7: d = v > 0.0 ? 1.0 : 0.0; break;
-    case 8: d = v >= 0.0 ? 1.0 : alpha; break;
-    case 9: d = v > 0.0 ? 1.0 : out_v + alpha; break;
-    case 10: {
-      float inner = SQRT_2_OVER_PI * (v + GELU_C * v * v * v);
-      float t = stable_tanh(inner);
-      d = 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * SQRT_2_OVER_PI * (1.0 + 3.0 * GELU_C * v * v);
-      break;
-    }
-    case 11: d = out_v * (1.0 - out_v); break;
-    case 12: d = 1.0 - out_v * out_v; break;
-    case 13: d = sigmoid(v); break;
-    case 14: d = 0.0; break;
-    // Phi(x) + x phi(x).
-    case 16: d = 0.5 * (1.0 + erf_as(v * INV_SQRT_2)) + v * INV_SQRT_2PI * exp(-0.5 * v * v); break;
-    default: d = 1.0; break;  // 15: identity
-  }
-  dx[i] = dy[i] * d;
+  if (i < n) dx[i] = dy[i] * unary_derivative(OP, x[i], y[i], alpha);
 }

@@ -177,3 +177,62 @@ TEST_CASE(
   e_after.set_step(std::uint64_t{1} << 32);
   CHECK(count_differences(mask_of(after.run(e_after)), masks[0]) > kN / 4);
 }
+
+namespace {
+
+// dropout_hash.glsl on the host, to check every element's mask.
+std::uint32_t mix32(std::uint32_t v) {
+  v ^= v >> 16;
+  v *= 0x7feb352du;
+  v ^= v >> 15;
+  v *= 0x846ca68bu;
+  v ^= v >> 16;
+  return v;
+}
+
+bool kept_by_hash(std::uint32_t seed, std::uint32_t step, std::uint32_t key, std::uint32_t row,
+                  std::uint32_t element, float rate) {
+  std::uint32_t h = mix32(seed ^ 0x9e3779b9u);
+  h = mix32(h ^ step);
+  h = mix32(h ^ key);
+  h = mix32(h ^ row);
+  const std::uint32_t e = mix32(mix32(h ^ element) + key);
+  return e >= static_cast<std::uint32_t>(std::ldexp(static_cast<double>(rate), 32));
+}
+
+}  // namespace
+
+TEST_CASE(
+    "dropout keeps exactly the elements its hash keeps, rows of a multiple of 4 (one vec4 an "
+    "invocation) or not (four elements across rows)") {
+  constexpr std::uint32_t kSeed = 7, kFirstRow = 3, kOffset = 5;
+  constexpr float kRate = 0.4f;
+  for (const std::int64_t cols : {12, 10, 1}) {
+    INFO("rows of " << cols);
+    const std::int64_t rows = 5;
+    vkt::Graph g(vkt::test::shared_device(), {.seed = kSeed, .first_row = kFirstRow});
+    const Tensor x = g.input("x", {rows, cols});
+    const auto key = static_cast<std::uint32_t>(g.nodes().size()) * 0x9e3779b9u ^ kOffset;
+    const Tensor y = vkt::dropout(x, kRate, kOffset);
+    vkt::Executor exec(g, {y});
+    const std::vector<float> xs = vkt::test::random_floats(rows * cols, 3, 0.5f, 1.5f);
+    const float scale = static_cast<float>(1.0 / (1.0 - kRate));
+    for (std::uint32_t step = 0; step < 2; ++step) {
+      INFO("step " << step);
+      exec.feed("x", xs);
+      exec.run();
+      const std::vector<float> ys = exec.read(y);
+      std::int64_t wrong = 0;
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t c = 0; c < cols; ++c) {
+          const auto i = static_cast<std::size_t>(r * cols + c);
+          const bool keep =
+              kept_by_hash(kSeed, step, key, kFirstRow + static_cast<std::uint32_t>(r),
+                           static_cast<std::uint32_t>(c), kRate);
+          wrong += ys[i] != (keep ? xs[i] * scale : 0.0f);
+        }
+      }
+      CHECK(wrong == 0);
+    }
+  }
+}

@@ -61,6 +61,14 @@ class BinaryOp final : public Op {
     // fold: one axis, stride 1 each): no index arithmetic in the kernel.
     const bool same_shapes = fold.dims[0] * fold.dims[1] * fold.dims[2] == 1 &&
                              fold.strides[0][3] == 1 && fold.strides[1][3] == 1;
+    if (same_shapes && ops_detail::elementwise_vec4(shape.elements())) {
+      const std::int64_t vec4s = shape.elements() / 4;
+      ops_detail::dispatch_1d(
+          ctx, ops_detail::kernel_1d(ctx, "binary_vec4", static_cast<std::uint32_t>(kind_)),
+          {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(out)},
+          static_cast<std::uint32_t>(vec4s), vec4s);
+      return;
+    }
     const Kernel& kernel =
         ctx.device().kernel({.shader = "binary",
                              .local_size = {ops_detail::kLocalSize, 1, 1},

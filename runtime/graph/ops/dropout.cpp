@@ -20,7 +20,7 @@ struct DropoutPush {
   float scale;
 };
 
-/// dropout.comp's PER: the elements one invocation takes.
+/// dropout.comp's PER and dropout_vec4.comp's vec4: the elements one invocation takes.
 constexpr std::int64_t kElementsPerInvocation = 4;
 
 class DropoutOp final : public Op {
@@ -44,9 +44,10 @@ class DropoutOp final : public Op {
                            scale(rate_)};
     const auto row_elements =
         static_cast<std::uint32_t>(std::max<std::int64_t>(out.shape().elements() / rows, 1));
+    const bool vec4 = row_elements % kElementsPerInvocation == 0;
     ops_detail::dispatch_1d(
         ctx,
-        ctx.device().kernel({.shader = "dropout",
+        ctx.device().kernel({.shader = vec4 ? "dropout_vec4" : "dropout",
                              .local_size = {ops_detail::kLocalSize, 1, 1},
                              .constants = {SpecConstant::u32(1, row_elements)}}),
         {ctx.buffer(in[0]), ctx.step_params(), ctx.buffer(out)}, push,

@@ -46,6 +46,12 @@ inline const Kernel& kernel_1d(RecordContext& ctx, const char* shader, std::uint
                               .constants = {SpecConstant::u32(1, op)}});
 }
 
+/// Whether an elementwise op over `n` elements takes its `_vec4` kernel (one
+/// vec4 of each operand an invocation; tensors start 16-byte aligned).
+inline bool elementwise_vec4(std::int64_t n) {
+  return n % 4 == 0;
+}
+
 /// Dispatches enough workgroups of `kernel` for `n` invocations, as a 2-D grid
 /// past 65535 workgroups: the shader indexes with linear_index() (index.glsl).
 template <typename Push>

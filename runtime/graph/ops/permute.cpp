@@ -33,7 +33,12 @@ class PermuteOp final : public Op {
       strides[static_cast<std::size_t>(k)] =
           strides[static_cast<std::size_t>(k + 1)] * static_cast<std::uint32_t>(s[k + 1]);
     }
-    KernelDesc desc{.shader = "permute", .local_size = {ops_detail::kLocalSize, 1, 1}};
+    // The last axis staying last is copied 4 elements an invocation, as one
+    // vec4: a quarter of the index arithmetic and of the accesses (the heads'
+    // permutes keep Dh last).
+    const bool vec4 = perm_.back() == rank - 1 && s[rank - 1] % 4 == 0;
+    KernelDesc desc{.shader = vec4 ? "permute_vec4" : "permute",
+                    .local_size = {ops_detail::kLocalSize, 1, 1}};
     const int pad = kShaderRank - rank;  // leading axes of size 1
     for (int k = 0; k < kShaderRank; ++k) {
       const bool real = k >= pad;
@@ -44,14 +49,9 @@ class PermuteOp final : public Op {
       desc.constants.push_back(SpecConstant::u32(
           static_cast<std::uint32_t>(7 + k), real ? strides[static_cast<std::size_t>(axis)] : 0u));
     }
-    // The last axis staying last is copied 4 elements an invocation: a
-    // quarter of the index arithmetic (the heads' permutes keep Dh last).
-    const bool runs = perm_.back() == rank - 1 && s[rank - 1] % 4 == 0;
-    const std::uint32_t run = runs ? 4u : 1u;
-    desc.constants.push_back(SpecConstant::u32(13, run));
     const PermutePush push{static_cast<std::uint32_t>(out.shape().elements())};
     ops_detail::dispatch_1d(ctx, ctx.device().kernel(desc), {ctx.buffer(in[0]), ctx.buffer(out)},
-                            push, push.n / run);
+                            push, push.n / (vec4 ? 4 : 1));
   }
 
   std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor&,

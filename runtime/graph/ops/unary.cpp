@@ -48,9 +48,12 @@ class UnaryGradOp final : public Op {
   UnaryGradOp(UnaryKind kind, float alpha) : kind_(kind), alpha_(alpha) {}
   std::string type() const override { return std::string(name_of(kind_)) + "_grad"; }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
-    const std::int64_t n = out.shape().elements();
+    const bool vec4 = ops_detail::elementwise_vec4(out.shape().elements());
+    const std::int64_t n = out.shape().elements() / (vec4 ? 4 : 1);
     ops_detail::dispatch_1d(
-        ctx, ops_detail::kernel_1d(ctx, "unary_grad", static_cast<std::uint32_t>(kind_)),
+        ctx,
+        ops_detail::kernel_1d(ctx, vec4 ? "unary_grad_vec4" : "unary_grad",
+                              static_cast<std::uint32_t>(kind_)),
         {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(in[2]), ctx.buffer(out)},
         UnaryPush{static_cast<std::uint32_t>(n), alpha_}, n);
   }
@@ -72,10 +75,13 @@ class UnaryOp final : public Op {
     return ElementwiseStep{static_cast<std::uint32_t>(kind_), alpha_};
   }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
-    const std::int64_t n = out.shape().elements();
-    ops_detail::dispatch_1d(
-        ctx, ops_detail::kernel_1d(ctx, "unary", static_cast<std::uint32_t>(kind_)),
-        {ctx.buffer(in[0]), ctx.buffer(out)}, UnaryPush{static_cast<std::uint32_t>(n), alpha_}, n);
+    const bool vec4 = ops_detail::elementwise_vec4(out.shape().elements());
+    const std::int64_t n = out.shape().elements() / (vec4 ? 4 : 1);
+    ops_detail::dispatch_1d(ctx,
+                            ops_detail::kernel_1d(ctx, vec4 ? "unary_vec4" : "unary",
+                                                  static_cast<std::uint32_t>(kind_)),
+                            {ctx.buffer(in[0]), ctx.buffer(out)},
+                            UnaryPush{static_cast<std::uint32_t>(n), alpha_}, n);
   }
   std::vector<Gradient> gradient(std::span<const Tensor> in, const Tensor& out,
                                  const Tensor& dy) const override {
