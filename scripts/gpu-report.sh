@@ -142,14 +142,14 @@ if [[ $short == 1 ]]; then
   bench towers 120 vkt-bench-towers --towers 1,2 --batch 16 --hidden 32 --steps 2 --paths staged
   bench train 120 vkt-bench-train --steps 1 --reps 1 --no-torch
   bench cnn 120 vkt-bench-cnn --towers 1,2 --batch 8 --steps 1 --no-torch --no-kernels
-  bench gpt 120 vkt-bench-gpt --towers 1 --batch 4 --context 16 --layers 1 --steps 1 --reps 1 --no-torch
+  bench gpt 120 vkt-bench-gpt --towers 1 --batch 4 --context 16 --layers 1 --steps 1 --reps 1 --rounds 1 --no-torch
   bench step-overhead 60 vkt-bench-step-overhead --steps 5
 else
   bench peak 60 vkt-bench-peak
   bench matmul 90 vkt-bench-matmul --sizes 1024,2048,4096 --reps 5 --slow-max 0 --sweep-tiles --sweep-sizes 4096
   bench train 60 vkt-bench-train --torch-device cuda --steps 50 --torch-steps 100
   bench cnn 60 vkt-bench-cnn --towers 1,2,4 --steps 50 --torch-steps 100 --torch-device cuda
-  bench gpt 60 vkt-bench-gpt --towers 1,2,4 --batch 64 --context 128 --steps 20 --torch-steps 20 --torch-device cuda
+  bench gpt 60 vkt-bench-gpt --towers 1,2,4 --batch 64 --context 128 --steps 20 --torch-steps 20 --rounds 2 --torch-device cuda
   FIGURE_SUFFIX=_batch256 bench cnn-256 60 vkt-bench-cnn --towers 1,2,4 --batch 256 --steps 30 --torch-steps 50 --torch-device cuda --no-kernels
   bench towers 90 vkt-bench-towers --towers 1,2,4 --steps 30 --paths staged --tower-devices both
   bench step-overhead 40 vkt-bench-step-overhead
