@@ -9,6 +9,7 @@
 
 #include "../vulkan/device.h"
 #include "../vulkan/error.h"
+#include "half.h"
 
 namespace vkt {
 
@@ -99,8 +100,11 @@ Executor::~Executor() {
 void Executor::plan(const std::vector<int>& order) {
   Graph& g = *graph_;
   const std::size_t alignment = tensor_alignment(g.device());
+  // Half tensors take whole 32-bit words (two elements each), so kernels
+  // that read or write them by the word stay inside their range.
   const auto bytes_of = [&](int id) {
-    return static_cast<std::size_t>(g.info(Tensor(graph_, id)).shape.elements()) * 4;
+    const TensorInfo& info = g.info(Tensor(graph_, id));
+    return align_up(static_cast<std::size_t>(info.shape.elements()) * dtype_bytes(info.dtype), 4);
   };
 
   // Every tensor the program touches, and the last node (position) reading each.
@@ -364,7 +368,7 @@ void Executor::feed_bytes(const std::string& name, std::span<const std::byte> by
   if (bytes.size() != place->second.bytes) {
     throw Error(fmt::format("feed: input '{}' has shape {} ({} values) but {} values were given",
                             name, input->shape().str(), input->shape().elements(),
-                            bytes.size() / 4));
+                            bytes.size() / dtype_bytes(dtype)));
   }
   if (options_.double_buffered_feeds) {
     feed_copied_[next_feed_].wait();  // the copy that last read this buffer
@@ -383,6 +387,14 @@ bool Executor::takes_input(const std::string& name) const {
 }
 
 void Executor::feed(const std::string& name, std::span<const float> values) {
+  const std::optional<Tensor> input = graph_->find_input(name);
+  if (input && is_half(input->dtype())) {
+    // Rounded to the input's type here, as the device's cast would.
+    std::vector<std::uint16_t> bits = to_half(values, input->dtype());
+    if (bits.size() % 2 != 0) bits.push_back(0);  // whole words
+    feed_bytes(name, std::as_bytes(std::span(bits)), input->dtype());
+    return;
+  }
   feed_bytes(name, std::as_bytes(values), DType::F32);
 }
 void Executor::feed(const std::string& name, std::span<const std::int32_t> values) {
@@ -472,9 +484,15 @@ void Executor::check_fetched(const Tensor& t) const {
 
 std::vector<float> Executor::read(const Tensor& tensor) {
   check_fetched(tensor);
-  if (tensor.dtype() != DType::F32) throw Error("read: the tensor holds i32 values; use read_i32");
+  if (tensor.dtype() == DType::I32) throw Error("read: the tensor holds i32 values; use read_i32");
   last_.wait();
   const BufferRange r = range(tensor);
+  if (is_half(tensor.dtype())) {
+    std::vector<std::uint16_t> bits(r.size() / 2);
+    r.buffer->download(std::as_writable_bytes(std::span(bits)), r.offset);
+    bits.resize(static_cast<std::size_t>(tensor.shape().elements()));
+    return from_half(bits, tensor.dtype());
+  }
   std::vector<float> values(r.size() / 4);
   r.buffer->download(std::as_writable_bytes(std::span<float>(values)), r.offset);
   return values;
@@ -482,7 +500,10 @@ std::vector<float> Executor::read(const Tensor& tensor) {
 
 std::vector<std::int32_t> Executor::read_i32(const Tensor& tensor) {
   check_fetched(tensor);
-  if (tensor.dtype() != DType::I32) throw Error("read_i32: the tensor holds f32 values; use read");
+  if (tensor.dtype() != DType::I32) {
+    throw Error(
+        fmt::format("read_i32: the tensor holds {} values; use read", to_string(tensor.dtype())));
+  }
   last_.wait();
   const BufferRange r = range(tensor);
   std::vector<std::int32_t> values(r.size() / 4);

@@ -176,6 +176,12 @@ Tensor Graph::add_node(std::unique_ptr<Op> op, std::vector<Tensor> inputs, const
                       "combine tensors of one graph, that is of one device",
                       op->type()));
     }
+    if (is_half(in.dtype()) && !op->takes_half()) {
+      throw Error(
+          fmt::format("{}: input '{}' holds {} values and {} takes f32; cast it first: "
+                      "vkt::cast(x, vkt::DType::F32)",
+                      op->type(), in.name(), to_string(in.dtype()), op->type()));
+    }
   }
   const std::string name = fmt::format("{}{}_{}", scope_, op->type(), nodes_.size());
   Tensor out = add_tensor({shape, dtype, TensorKind::Op, name, static_cast<int>(nodes_.size())});

@@ -82,6 +82,10 @@ class Op {
   /// For ops whose output is a window on their first input's memory (reshape,
   /// row slices): the byte offset of the window. They record nothing.
   virtual std::optional<std::size_t> view_offset() const { return std::nullopt; }
+  /// Whether the op reads f16 and bf16 inputs (cast, reshape, matmul). The
+  /// graph refuses a half input to any other op, naming the op and the cast
+  /// that fixes it, so no kernel ever reads half words as f32.
+  virtual bool takes_half() const { return false; }
 
   /// Ops that update variables (optimizer steps) run after every other op of
   /// the step, in the order they were made, so that all gradients see the

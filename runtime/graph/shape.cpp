@@ -7,7 +7,21 @@
 namespace vkt {
 
 const char* to_string(DType dtype) {
-  return dtype == DType::F32 ? "f32" : "i32";
+  switch (dtype) {
+    case DType::F32:
+      return "f32";
+    case DType::I32:
+      return "i32";
+    case DType::F16:
+      return "f16";
+    case DType::BF16:
+      return "bf16";
+  }
+  return "?";
+}
+
+std::size_t dtype_bytes(DType dtype) {
+  return is_half(dtype) ? 2 : 4;
 }
 
 Shape::Shape(std::initializer_list<std::int64_t> dims) : Shape(std::vector<std::int64_t>(dims)) {}

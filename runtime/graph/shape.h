@@ -1,6 +1,7 @@
 #pragma once
 // Tensor shapes (rank 0 to 6) and element types.
 
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -8,10 +9,18 @@
 
 namespace vkt {
 
-/// Element type of a tensor: f32 for values, i32 for labels and indices.
-enum class DType { F32, I32 };
+/// Element type of a tensor: f32 for values, i32 for labels and indices,
+/// f16 (IEEE binary16) and bf16 (bfloat16) for values stored in half the
+/// bytes (mixed precision; see cast() and half.h).
+enum class DType { F32, I32, F16, BF16 };
 
 const char* to_string(DType dtype);
+/// Bytes one element takes: 4, or 2 for the half types.
+std::size_t dtype_bytes(DType dtype);
+/// f16 or bf16.
+inline bool is_half(DType dtype) {
+  return dtype == DType::F16 || dtype == DType::BF16;
+}
 
 /// Dimensions of a tensor, outermost first; rank 0 is a scalar. Every
 /// dimension is at least 1 and the elements number at most kMaxElements, so

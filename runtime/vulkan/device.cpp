@@ -147,6 +147,12 @@ Device::Device(Instance& instance, std::uint32_t index, DeviceOptions options)
   VkPhysicalDeviceTimelineSemaphoreFeatures timeline{};
   timeline.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES;
   timeline.timelineSemaphore = VK_TRUE;
+  // 16-bit storage where offered: the half types' kernels (matmul on f16 and
+  // bf16 tensors) read and write 16-bit elements.
+  VkPhysicalDevice16BitStorageFeatures storage16{};
+  storage16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
+  storage16.storageBuffer16BitAccess = info_.storage_16bit ? VK_TRUE : VK_FALSE;
+  timeline.pNext = &storage16;
   VkDeviceCreateInfo info{};
   info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
   info.pNext = &timeline;

@@ -12,6 +12,7 @@
 #include "dropout.h"
 #include "elementwise.h"
 #include "fused_attention.h"
+#include "kernel_util.h"
 #include "matmul.h"
 #include "softmax.h"
 
@@ -77,7 +78,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   }
   for (const Tensor* t : {&q, &k, &v}) {
     if (t->dtype() != DType::F32) {
-      throw Error(fmt::format("{}: '{}' holds i32 values; attention takes f32", what, t->name()));
+      throw Error(fmt::format("{}: '{}' {}; attention takes f32", what, t->name(),
+                              ops_detail::not_f32(*t)));
     }
   }
   const std::int64_t d = sq[sq.rank() - 1];

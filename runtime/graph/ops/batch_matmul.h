@@ -24,6 +24,13 @@ namespace vkt::matmul_detail {
 Tensor batch_matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
                     const std::string& what);
 
+/// matmul() of two rank-2 half operands of one type (f16 or bf16), a result
+/// of that type summed in f32 (matmul_half.cpp); `what` names the call. Throws
+/// vkt::Error for mixed types, other ranks, mismatched inner dimensions, or a
+/// device without 16-bit storage.
+Tensor half_matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
+                   const std::string& what);
+
 /// The gradients of C = op(A) op(B) (rank 2 or 3, given dC): dA = dC op(B)^T,
 /// dB = op(A)^T dC, each laid out as the stored operand (matmul.cpp).
 std::vector<Gradient> matmul_gradients(const Tensor& a, const Tensor& b, const Tensor& dy,

@@ -122,8 +122,8 @@ Tensor binary(BinaryKind kind, const Tensor& a, const Tensor& b) {
   }
   for (const Tensor* t : {&a, &b}) {
     if (t->dtype() != DType::F32) {
-      throw Error(
-          fmt::format("{}: input '{}' holds i32 values; elementwise ops take f32", op, t->name()));
+      throw Error(fmt::format("{}: input '{}' {}; elementwise ops take f32", op, t->name(),
+                              ops_detail::not_f32(*t)));
     }
   }
   const std::string what = fmt::format("{}('{}', '{}')", op, a.name(), b.name());
@@ -175,7 +175,7 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   if (broadcast_shapes(x.shape(), shape, what) != shape) {
     throw Error(fmt::format("{}: {} does not broadcast to {}", what, x.shape().str(), shape.str()));
   }
-  if (x.dtype() != DType::F32) throw Error(what + ": the tensor holds i32 values");
+  if (x.dtype() != DType::F32) throw Error(what + ": the tensor " + ops_detail::not_f32(x));
   const std::array<Shape, 2> operands{x.shape(), x.shape()};
   ops_detail::fold_broadcast_or_throw(shape, operands, what);
   return x.graph().add_node(std::make_unique<BinaryOp>(BinaryKind::BroadcastA), {x, x}, shape);

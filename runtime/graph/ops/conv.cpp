@@ -7,6 +7,7 @@
 #include "../../vulkan/error.h"
 #include "../graph.h"
 #include "conv_gemm.h"
+#include "kernel_util.h"
 
 namespace vkt {
 namespace {
@@ -53,8 +54,8 @@ void check_inputs(const Tensor& x, const Tensor& filter, const std::string& what
   }
   for (const Tensor* t : {&x, &filter}) {
     if (t->dtype() != DType::F32) {
-      throw Error(fmt::format("{}: input '{}' holds i32 values; conv2d takes f32 (cast it first)",
-                              what, t->name()));
+      throw Error(fmt::format("{}: input '{}' {}; conv2d takes f32", what, t->name(),
+                              ops_detail::not_f32(*t)));
     }
   }
   if (x.shape().rank() != 4) {

@@ -5,6 +5,7 @@
 
 #include "../../vulkan/error.h"
 #include "../graph.h"
+#include "kernel_util.h"
 
 namespace vkt {
 namespace {
@@ -27,8 +28,8 @@ class CrossReplicaSumOp final : public Op {
 Tensor cross_replica_sum(const Tensor& x) {
   if (!x.valid()) throw Error("cross_replica_sum: the input tensor is empty");
   if (x.dtype() != DType::F32) {
-    throw Error(
-        fmt::format("cross_replica_sum('{}'): the input holds i32 values; it sums f32", x.name()));
+    throw Error(fmt::format("cross_replica_sum('{}'): the input {}; it sums f32", x.name(),
+                            ops_detail::not_f32(x)));
   }
   return x.graph().add_node(std::make_unique<CrossReplicaSumOp>(), {x}, x.shape());
 }

@@ -314,7 +314,8 @@ Tensor matmul_bias_act(const Tensor& x, const Tensor& w, const Tensor& bias, Act
   }
   for (const Tensor* t : {&x, &w, &bias}) {
     if (t->dtype() != DType::F32)
-      throw Error(fmt::format("{}: '{}' holds i32 values; it takes f32", what, t->name()));
+      throw Error(
+          fmt::format("{}: '{}' {}; it takes f32", what, t->name(), ops_detail::not_f32(*t)));
   }
   const Shape &xs = x.shape(), &ws = w.shape(), &bs = bias.shape();
   if (xs.rank() != 2 || ws.rank() != 2 || bs.rank() != 1 || xs[1] != ws[0] || bs[0] != ws[1]) {

@@ -78,8 +78,8 @@ Tensor dropout(const Tensor& x, float rate, std::uint32_t seed_offset) {
                     x.name(), rate));
   }
   if (x.dtype() != DType::F32) {
-    throw Error(
-        fmt::format("dropout('{}'): the tensor holds i32 values; dropout takes f32", x.name()));
+    throw Error(fmt::format("dropout('{}'): the tensor {}; dropout takes f32", x.name(),
+                            ops_detail::not_f32(x)));
   }
   Graph& g = x.graph();
   // The node this op will be: distinct per dropout of a graph, and the same in

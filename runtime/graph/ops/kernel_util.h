@@ -1,9 +1,12 @@
 #pragma once
 // Helpers the op files share for picking kernels and dispatching them.
 
+#include <fmt/format.h>
+
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <string>
 
 #include "../../vulkan/device.h"
 #include "../../vulkan/kernel.h"
@@ -44,6 +47,13 @@ inline const Kernel& kernel_1d(RecordContext& ctx, const char* shader, std::uint
   return ctx.device().kernel({.shader = shader,
                               .local_size = {kLocalSize, 1, 1},
                               .constants = {SpecConstant::u32(1, op)}});
+}
+
+/// Why `t` is not f32, for an op's message: "holds i32 values", or for the
+/// half types "holds f16 values (vkt::cast(x, vkt::DType::F32) converts them)".
+inline std::string not_f32(const Tensor& t) {
+  return fmt::format("holds {} values{}", to_string(t.dtype()),
+                     is_half(t.dtype()) ? " (vkt::cast(x, vkt::DType::F32) converts them)" : "");
 }
 
 /// Whether an elementwise op over `n` elements takes its `_vec4` kernel (one

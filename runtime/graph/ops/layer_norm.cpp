@@ -153,7 +153,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, floa
   if (!x.valid()) throw Error("layer_norm: the input tensor is empty");
   const std::string what = fmt::format("layer_norm('{}' {})", x.name(), x.shape().str());
   if (x.dtype() != DType::F32) {
-    throw Error(what + ": x holds i32 values; layer_norm takes f32");
+    throw Error(what + ": x " + ops_detail::not_f32(x) + "; layer_norm takes f32");
   }
   if (x.shape().rank() == 0) {
     throw Error(what + ": x is a scalar; it needs a last dimension to normalize over");

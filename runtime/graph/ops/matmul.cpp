@@ -165,8 +165,8 @@ void check_operands(const char* op, const Tensor& a, const Tensor& b, const std:
   }
   for (const Tensor* t : {&a, &b}) {
     if (t->dtype() != DType::F32) {
-      throw Error(
-          fmt::format("{}: input '{}' holds i32 values; {} takes f32", what, t->name(), op));
+      throw Error(fmt::format("{}: input '{}' {}; {} takes f32", what, t->name(),
+                              ops_detail::not_f32(*t), op));
     }
   }
 }
@@ -201,6 +201,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
           ? fmt::format("matmul('{}', '{}'{}{})", a.name(), b.name(),
                         transpose_a ? ", transpose_a" : "", transpose_b ? ", transpose_b" : "")
           : "matmul";
+  if (a.valid() && b.valid() && (is_half(a.dtype()) || is_half(b.dtype()))) {
+    return matmul_detail::half_matmul(a, b, transpose_a, transpose_b, what);
+  }
   check_operands("matmul", a, b, what);
   const Shape& sa = a.shape();
   const Shape& sb = b.shape();

@@ -5,6 +5,7 @@
 
 #include "../../vulkan/error.h"
 #include "../graph.h"
+#include "kernel_util.h"
 #include "layer_norm.h"
 #include "layers.h"
 
@@ -20,8 +21,8 @@ Tensor layer_norm(const Tensor& x, float epsilon, const std::string& given_name)
   }
   // Checked before the variables are made, so a failed call leaves none behind.
   if (x.dtype() != DType::F32) {
-    throw Error(fmt::format("layer_norm '{}': input '{}' {} holds i32 values; it takes f32", name,
-                            x.name(), x.shape().str()));
+    throw Error(fmt::format("layer_norm '{}': input '{}' {} {}; it takes f32", name, x.name(),
+                            x.shape().str(), ops_detail::not_f32(x)));
   }
   if (!std::isfinite(epsilon) || epsilon < 0.0f) {
     throw Error(fmt::format(

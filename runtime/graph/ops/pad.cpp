@@ -65,7 +65,8 @@ Tensor pad(const Tensor& x, const std::vector<std::pair<std::int64_t, std::int64
   if (!x.valid()) throw Error("pad: the input tensor is empty");
   const Shape& s = x.shape();
   const std::string what = fmt::format("pad('{}' {})", x.name(), s.str());
-  if (x.dtype() != DType::F32) throw Error(what + ": x holds i32 values; pad takes f32");
+  if (x.dtype() != DType::F32)
+    throw Error(what + ": x " + ops_detail::not_f32(x) + "; pad takes f32");
   if (static_cast<int>(paddings.size()) != s.rank()) {
     throw Error(
         fmt::format("{}: {} (before, after) pairs for a rank-{} tensor; give one pair per "

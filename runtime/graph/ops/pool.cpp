@@ -114,8 +114,8 @@ std::vector<Gradient> AvgPoolGradOp::gradient(std::span<const Tensor> in, const 
 void check_input(const Tensor& x, const std::string& what) {
   if (!x.valid()) throw Error(what + ": the input tensor is empty");
   if (x.dtype() != DType::F32) {
-    throw Error(fmt::format("{}: input '{}' {} holds i32 values; pooling takes f32 images", what,
-                            x.name(), x.shape().str()));
+    throw Error(fmt::format("{}: input '{}' {} {}; pooling takes f32 images", what, x.name(),
+                            x.shape().str(), ops_detail::not_f32(x)));
   }
   if (x.shape().rank() != 4) {
     throw Error(fmt::format(

@@ -103,7 +103,7 @@ class ReduceOp final : public Op {
 
 Tensor reduce_to(ReduceKind kind, const Tensor& x, const Shape& shape, const std::string& what) {
   if (!x.valid()) throw Error(what + ": the input tensor is empty");
-  if (x.dtype() != DType::F32) throw Error(what + ": the tensor holds i32 values");
+  if (x.dtype() != DType::F32) throw Error(what + ": the tensor " + ops_detail::not_f32(x));
   if (x.shape() == shape) return x;  // reducing over nothing
   const std::array<Shape, 1> kept{shape};
   ops_detail::fold_broadcast_or_throw(x.shape(), kept, what);

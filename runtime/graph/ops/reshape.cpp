@@ -17,6 +17,7 @@ class ReshapeOp final : public Op {
     return {Gradient{reshape(dy, in[0].shape())}};
   }
   std::optional<std::size_t> view_offset() const override { return 0; }
+  bool takes_half() const override { return true; }
 };
 
 }  // namespace

@@ -185,8 +185,8 @@ class OneHotOp final : public Op {
 int checked_axis(const Tensor& x, int axis, const char* op) {
   if (!x.valid()) throw Error(fmt::format("{}: the input tensor is empty", op));
   if (x.dtype() != DType::F32) {
-    throw Error(fmt::format("{}: input '{}' {} holds i32 values; {} takes f32", op, x.name(),
-                            x.shape().str(), op));
+    throw Error(fmt::format("{}: input '{}' {} {}; {} takes f32", op, x.name(), x.shape().str(),
+                            ops_detail::not_f32(x), op));
   }
   if (x.shape().rank() == 0) {
     throw Error(

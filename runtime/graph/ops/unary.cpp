@@ -115,8 +115,8 @@ class UnaryOp final : public Op {
 Tensor unary(UnaryKind kind, const Tensor& x, float alpha = 0.0f) {
   if (!x.valid()) throw Error(fmt::format("{}: the input tensor is empty", name_of(kind)));
   if (x.dtype() != DType::F32) {
-    throw Error(fmt::format("{}: input '{}' holds i32 values; elementwise ops take f32",
-                            name_of(kind), x.name()));
+    throw Error(fmt::format("{}: input '{}' {}; elementwise ops take f32", name_of(kind), x.name(),
+                            ops_detail::not_f32(x)));
   }
   return x.graph().add_node(std::make_unique<UnaryOp>(kind, alpha), {x}, x.shape());
 }

@@ -60,9 +60,9 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   for (const Tensor* t : {&condition, &a, &b}) {
     if (t->dtype() != DType::F32) {
       throw Error(
-          fmt::format("{}: '{}' holds i32 values; where takes f32 (a condition is "
+          fmt::format("{}: '{}' {}; where takes f32 (a condition is "
                       "nonzero for true, as the comparisons give)",
-                      what, t->name()));
+                      what, t->name(), ops_detail::not_f32(*t)));
     }
   }
   const Shape shape =

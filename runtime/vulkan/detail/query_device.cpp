@@ -102,6 +102,12 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, std::uint32_t index) {
 
   VkPhysicalDeviceTimelineSemaphoreFeatures timeline{};
   timeline.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES;
+  VkPhysicalDevice16BitStorageFeatures storage16{};
+  storage16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
+  timeline.pNext = &storage16;
+  VkPhysicalDeviceShaderFloat16Int8Features float16{};
+  float16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
+  if (basic.apiVersion >= VK_API_VERSION_1_2) storage16.pNext = &float16;
   VkPhysicalDeviceFeatures2 features{};
   features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
   features.pNext = &timeline;
@@ -135,6 +141,8 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, std::uint32_t index) {
                               (subgroup.supportedOperations & needed) == needed;
   info.timestamp_period_ns = limits.timestampPeriod;
   info.timeline_semaphores = timeline.timelineSemaphore == VK_TRUE;
+  info.storage_16bit = storage16.storageBuffer16BitAccess == VK_TRUE;
+  info.shader_float16 = float16.shaderFloat16 == VK_TRUE;
 
   VkPhysicalDeviceMemoryProperties memory{};
   vkGetPhysicalDeviceMemoryProperties(physical, &memory);

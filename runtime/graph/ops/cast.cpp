@@ -1,0 +1,59 @@
+// cast (shaders/cast.comp): f32 <-> f16 <-> bf16 in integer arithmetic.
+#include "cast.h"
+
+#include <fmt/format.h>
+
+#include "../../vulkan/error.h"
+#include "../graph.h"
+#include "kernel_util.h"
+
+namespace vkt {
+namespace {
+
+/// cast.comp's type codes.
+std::uint32_t code_of(DType dtype) {
+  return dtype == DType::F32 ? 0u : dtype == DType::F16 ? 1u : 2u;
+}
+
+class CastOp final : public Op {
+ public:
+  explicit CastOp(DType to) : to_(to) {}
+  std::string type() const override { return "cast"; }
+  bool takes_half() const override { return true; }
+
+  void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
+    const std::int64_t n = out.shape().elements();
+    const Kernel& kernel =
+        ctx.device().kernel({.shader = "cast",
+                             .local_size = {ops_detail::kLocalSize, 1, 1},
+                             .constants = {SpecConstant::u32(1, code_of(in[0].dtype())),
+                                           SpecConstant::u32(2, code_of(to_))}});
+    // Two elements an invocation: a half word is never shared.
+    ops_detail::dispatch_1d(ctx, kernel, {ctx.buffer(in[0]), ctx.buffer(out)},
+                            static_cast<std::uint32_t>(n), (n + 1) / 2);
+  }
+
+  std::vector<Gradient> gradient(std::span<const Tensor> in, const Tensor&,
+                                 const Tensor& dy) const override {
+    return {Gradient{cast(dy, in[0].dtype())}};
+  }
+
+ private:
+  DType to_;
+};
+
+}  // namespace
+
+Tensor cast(const Tensor& x, DType dtype) {
+  if (!x.valid()) throw Error("cast: the input tensor is empty");
+  if (x.dtype() == DType::I32 || dtype == DType::I32) {
+    throw Error(fmt::format(
+        "cast('{}'): {} -> {}: cast converts between f32, f16 and bf16; i32 holds labels and "
+        "indices",
+        x.name(), to_string(x.dtype()), to_string(dtype)));
+  }
+  if (x.dtype() == dtype) return x;
+  return x.graph().add_node(std::make_unique<CastOp>(dtype), {x}, x.shape(), dtype);
+}
+
+}  // namespace vkt
