@@ -17,7 +17,8 @@
 #include "sample_errors.h"
 #include "sample_flags.h"
 
-/// --devices, --model-dir, --steps, --seed, --batch-size, --accumulate, --mpi.
+/// --devices, --model-dir, --steps, --seed, --batch-size, --accumulate, --mpi,
+/// --precision.
 struct SampleFlags {
   std::string devices = "all";
   std::string model_dir{};
@@ -26,6 +27,7 @@ struct SampleFlags {
   std::int64_t batch_size = 0;
   int accumulate = 1;
   bool mpi = false;  // join the MPI world even when Open MPI's mpirun did not start us
+  std::string precision = "fp32";
 };
 
 /// Adds the shared flags to `app`, with `flags` holding the sample's defaults.
@@ -47,9 +49,19 @@ inline void add_sample_flags(CLI::App& app, SampleFlags& flags, const char* seed
       ->capture_default_str()
       ->check(whole_number_from<std::int64_t>(1));
   add_accumulate_flag(app, flags.accumulate);
+  app.add_option("--precision", flags.precision,
+                 "fp32|fp16|bf16: where the matrix products run (fp16 and bf16 sum in f32 and "
+                 "keep f32 weights, gradients and updates; they need 16-bit storage buffers)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   app.add_flag("--mpi", flags.mpi,
                "one process of an MPI job (a launch by Open MPI's mpirun is noticed without "
                "it); see docs/DISTRIBUTED.md");
+}
+
+/// ReplicateOptions::precision from --precision.
+inline vkt::Precision precision_of(const SampleFlags& flags) {
+  return vkt::parse_precision(flags.precision, "--precision");
 }
 
 /// RunConfig::mpi from the flags: on with --mpi, else detected from the launch.

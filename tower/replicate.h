@@ -63,6 +63,11 @@ struct ReplicateOptions {
   /// Any size gives the same bits.
   std::size_t bucket_bytes = std::size_t{4} << 20;
   TowerDevices tower_devices = TowerDevices::Auto;
+  /// Where every tower's matrix products run (GraphOptions::precision): fp32,
+  /// or fp16 / bf16 with f32 sums, variables, gradients and updates (the
+  /// samples' --precision). A half precision on a device without 16-bit
+  /// storage buffers is a vkt::Error naming the device.
+  Precision precision = Precision::F32;
   /// How every device of the run is made (towers and consolidation); default:
   /// DeviceOptions::from_environment() (VKT_FORCE_STAGING) with cache_dir =
   /// default_cache_dir() (the user's cache directory, VKT_CACHE_DIR=off: none).

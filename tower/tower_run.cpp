@@ -85,7 +85,8 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
   const float scale = loss_scale(n, mode);
   towers_ = std::make_unique<Towers>(
       root, model_fn, n, mode, params, scale, replicas ? calls_.get() : nullptr, rank(),
-      processes(), [&](int i) -> Device& { return tower_device(instance, devices, i); });
+      processes(), options.precision,
+      [&](int i) -> Device& { return tower_device(instance, devices, i); });
   if (mode != Mode::Train) {
     build_eval_predict(scale);
   } else if (!replicas) {

@@ -55,7 +55,7 @@ std::map<std::string, std::pair<InputSpec, const char*>> model_inputs(const Mode
 }  // namespace
 
 Towers::Towers(ModelContext& root, const ModelFn& model_fn, int n, Mode mode, const Params& params,
-               float scale, OptimizerCalls* calls, int rank, int processes,
+               float scale, OptimizerCalls* calls, int rank, int processes, Precision precision,
                const std::function<Device&(int)>& device_of)
     : mode_(mode) {
   // Every check on the inputs before any device is made.
@@ -67,7 +67,16 @@ Towers::Towers(ModelContext& root, const ModelFn& model_fn, int n, Mode mode, co
     std::uint32_t before = 0;
     for (const Tower& earlier : towers_) before += earlier.device == t.device ? 1 : 0;
     t.lane = before % t.device->compute_queues();
+    if (precision != Precision::F32 && !t.device->info().storage_16bit) {
+      const DeviceInfo& info = t.device->info();
+      throw Error(fmt::format(
+          "precision {}: device {} ({}) has no 16-bit storage buffers "
+          "(storageBuffer16BitAccess), which {} products need; train in fp32 on it (--precision "
+          "fp32)",
+          to_string(precision), info.index, info.name, to_string(precision)));
+    }
     GraphOptions graph_options = root.graph_options();
+    graph_options.precision = precision;
     // Where the tower's shard starts in the global batch (dropout draws by it).
     const std::int64_t shard = inputs.empty() ? 0 : inputs.begin()->second.first.shape[0] / n;
     graph_options.first_row = static_cast<std::uint32_t>((rank * n + i) * shard);

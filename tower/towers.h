@@ -54,8 +54,10 @@ class Towers {
   /// recorded when their gradients are exchanged (null: one tower trains
   /// alone, or not training). `scale` is the towers' loss scale; `rank` this
   /// process's (the shards' first rows, so dropout, depend on it).
+  /// `precision` is every tower graph's (GraphOptions::precision); a half one
+  /// needs 16-bit storage on every tower's device.
   Towers(ModelContext& root, const ModelFn& model_fn, int towers, Mode mode, const Params& params,
-         float scale, OptimizerCalls* calls, int rank, int processes,
+         float scale, OptimizerCalls* calls, int rank, int processes, Precision precision,
          const std::function<Device&(int)>& device_of);
   ~Towers();
   Towers(const Towers&) = delete;

@@ -20,6 +20,31 @@ const std::string& Tensor::name() const {
   return graph_->info(*this).name;
 }
 
+const char* to_string(Precision precision) {
+  switch (precision) {
+    case Precision::F32:
+      return "fp32";
+    case Precision::F16:
+      return "fp16";
+    case Precision::BF16:
+      return "bf16";
+  }
+  return "?";
+}
+
+Precision parse_precision(const std::string& text, const std::string& what) {
+  for (const Precision p : {Precision::F32, Precision::F16, Precision::BF16}) {
+    if (text == to_string(p)) return p;
+  }
+  throw Error(fmt::format("{}: '{}' is not a precision; give fp32, fp16 or bf16", what, text));
+}
+
+DType compute_dtype(Precision precision) {
+  return precision == Precision::F16    ? DType::F16
+         : precision == Precision::BF16 ? DType::BF16
+                                        : DType::F32;
+}
+
 std::size_t tensor_alignment(const Device& device) {
   const VkPhysicalDeviceLimits& limits = device.limits();
   return std::max<std::size_t>(

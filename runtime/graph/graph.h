@@ -54,6 +54,22 @@ class GraphAttachment {
   virtual ~GraphAttachment() = default;
 };
 
+/// Where a graph computes its matrix products (the mixed-precision policy,
+/// as PyTorch's autocast and Keras' mixed_float16 / mixed_bfloat16): F32 =
+/// everything in f32; F16 or BF16 = matmul of f32 matrices and dense layers
+/// cast their operands to that type, multiply with f32 sums, and cast the
+/// product back to f32, while every other op (softmax, losses, norms,
+/// reductions, the optimizers) and the variables stay f32.
+enum class Precision { F32, F16, BF16 };
+
+/// "fp32", "fp16" or "bf16", as the samples' --precision flag spells them.
+const char* to_string(Precision precision);
+/// Parses "fp32", "fp16" or "bf16"; anything else is a vkt::Error naming
+/// `what` (the flag or field) and the three choices.
+Precision parse_precision(const std::string& text, const std::string& what);
+/// The half type a precision computes its products in (F32 for F32).
+DType compute_dtype(Precision precision);
+
 struct GraphOptions {
   std::uint64_t seed = 0;  ///< seeds variable initializers and dropout
   /// The row of the global batch that this graph's row 0 is (replicate_model_fn
@@ -62,6 +78,9 @@ struct GraphOptions {
   /// towers and P processes drop the same elements of the same example. The
   /// initializers ignore it: every replica starts from the same values.
   std::uint32_t first_row = 0;
+  /// Where matrix products run (see Precision); replicate_model_fn sets it
+  /// from ReplicateOptions::precision on every tower.
+  Precision precision = Precision::F32;
 };
 
 /// The graph of one tower: everything lives on one Device. Built once, run many

@@ -80,6 +80,7 @@ Device::Device(Instance& instance, std::uint32_t index, DeviceOptions options)
     throw Error(
         "DeviceOptions::staging_chunk_bytes is 0: give at least 1 byte (the default is 64 MiB)");
   }
+  if (options_.disable_16bit_storage) info_.storage_16bit = false;
   if (!info_.unusable_reason.empty()) {
     throw Error(fmt::format("device {} ({}) cannot run vktower: it {}", index, info_.name,
                             info_.unusable_reason));

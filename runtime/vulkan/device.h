@@ -85,6 +85,10 @@ struct DeviceOptions {
   MatmulKernels matmul = MatmulKernels::Auto;
   /// How row kernels take a row, e.g. Workgroup to run the GPU kernels on lavapipe.
   RowKernels row_kernels = RowKernels::Auto;
+  /// Leave 16-bit storage buffers off where the device offers them, as on a
+  /// device without them (info().storage_16bit false): for testing the half
+  /// types' errors on lavapipe.
+  bool disable_16bit_storage = false;
 
   /// VKT_FORCE_STAGING=1 sets force_staging, VKT_MATMUL_VARIANT=tiled, texel
   /// or auto sets matmul and VKT_ROW_KERNELS=workgroup, invocation or auto

@@ -101,12 +101,14 @@ int main(int argc, char** argv) {
             });
     const auto [train, test] = all.split(kTestFraction, kSplitSeed);
     const Towers towers = resolve_devices(flags.devices);
-    vkt::Estimator estimator(vkt::replicate_model_fn(digits_model, {.devices = towers.devices}),
-                             {.model_dir = flags.model_dir,
-                              .random_seed = flags.seed,
-                              .accumulate_steps = flags.accumulate,
-                              .mpi = mpi_setting(flags)},
-                             {{"learning_rate", learning_rate}, {"dropout", dropout}});
+    vkt::Estimator estimator(
+        vkt::replicate_model_fn(digits_model,
+                                {.devices = towers.devices, .precision = precision_of(flags)}),
+        {.model_dir = flags.model_dir,
+         .random_seed = flags.seed,
+         .accumulate_steps = flags.accumulate,
+         .mpi = mpi_setting(flags)},
+        {{"learning_rate", learning_rate}, {"dropout", dropout}});
     // Under MPI every rank trains; rank 0 alone reports.
     const bool chief = estimator.rank() == 0;
     const int processes = processes_of(estimator);

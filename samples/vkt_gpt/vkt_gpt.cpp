@@ -186,7 +186,8 @@ int main(int argc, char** argv) {
     model.vocab = corpus.vocab_size();
     model.steps = flags.steps;
     const Towers towers = resolve_devices(flags.devices);
-    vkt::Estimator estimator(vkt::replicate_model_fn(gpt_model, {.devices = towers.devices}),
+    vkt::Estimator estimator(vkt::replicate_model_fn(gpt_model, {.devices = towers.devices,
+                                                                 .precision = precision_of(flags)}),
                              {.model_dir = flags.model_dir,
                               .random_seed = flags.seed,
                               .log_step_count_steps = eval_every,

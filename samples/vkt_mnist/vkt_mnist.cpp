@@ -169,22 +169,24 @@ int run(MnistFlags& flags, Clock::time_point started) {
   const Towers towers = resolve_devices(common.devices);
   const std::int64_t epoch_steps =
       std::max<std::int64_t>(1, train.size() / (common.batch_size * common.accumulate));
-  vkt::Estimator estimator(vkt::replicate_model_fn(mnist_model_fn, {.devices = towers.devices}),
-                           {.model_dir = common.model_dir,
-                            .random_seed = common.seed,
-                            .accumulate_steps = common.accumulate,
-                            .mpi = mpi_setting(common)},
-                           {{"learning_rate", flags.learning_rate},
-                            {"lr_decay", flags.lr_decay},
-                            {"label_smoothing", flags.label_smoothing},
-                            {"epoch_steps", epoch_steps},
-                            {"conv1", flags.filters[0]},
-                            {"conv2", flags.filters[1]},
-                            {"kernel1", flags.kernels[0]},
-                            {"kernel2", flags.kernels[1]},
-                            {"dense", flags.dense},
-                            {"batch_norm", flags.batch_norm},
-                            {"sync_bn", flags.sync_bn}});
+  vkt::Estimator estimator(
+      vkt::replicate_model_fn(mnist_model_fn,
+                              {.devices = towers.devices, .precision = precision_of(flags.common)}),
+      {.model_dir = common.model_dir,
+       .random_seed = common.seed,
+       .accumulate_steps = common.accumulate,
+       .mpi = mpi_setting(common)},
+      {{"learning_rate", flags.learning_rate},
+       {"lr_decay", flags.lr_decay},
+       {"label_smoothing", flags.label_smoothing},
+       {"epoch_steps", epoch_steps},
+       {"conv1", flags.filters[0]},
+       {"conv2", flags.filters[1]},
+       {"kernel1", flags.kernels[0]},
+       {"kernel2", flags.kernels[1]},
+       {"dense", flags.dense},
+       {"batch_norm", flags.batch_norm},
+       {"sync_bn", flags.sync_bn}});
   // Under MPI every rank trains; rank 0 alone reports.
   const bool chief = estimator.rank() == 0;
   const int processes = processes_of(estimator);

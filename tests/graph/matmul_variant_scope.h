@@ -15,7 +15,7 @@ namespace vkt::test {
 class VariantScope {
  public:
   explicit VariantScope(const char* value)
-      : env_("VKT_MATMUL_VARIANT", value), old_(shared_device().options().matmul) {
+      : old_(shared_device().options().matmul), env_("VKT_MATMUL_VARIANT", value) {
     shared_device().set_matmul_kernels(parse_matmul_kernels(value, "VariantScope"));
   }
   ~VariantScope() { shared_device().set_matmul_kernels(old_); }
@@ -23,8 +23,10 @@ class VariantScope {
   VariantScope& operator=(const VariantScope&) = delete;
 
  private:
-  EnvScope env_;
+  // Before env_: a shared device this scope makes must see the environment
+  // as it was, or the scope's value would be what it puts back.
   MatmulKernels old_;
+  EnvScope env_;
 };
 
 }  // namespace vkt::test

@@ -12,6 +12,7 @@
 
 #include "../shared_device.h"
 #include "../test_support.h"
+#include "matmul_variant_scope.h"
 
 using Catch::Matchers::Contains;
 using vkt::DType;
@@ -164,12 +165,16 @@ TEST_CASE(
     "matmul of f16 and bf16 matrices sums in f32 and rounds once: every transpose, odd sizes, "
     "against a double reference") {
   constexpr std::int64_t kM = 37, kK = 29, kN = 23;
+  // The half kernel (tiled: GPUs), and on CPU devices the texel kernel on
+  // the operands widened to f32, rounded once.
+  const char* kernels = GENERATE("tiled", "texel");
+  const vkt::test::VariantScope scope(kernels);
   for (const DType half : {DType::F16, DType::BF16}) {
     // The half format's unit roundoff: the result is rounded once.
     const double u = half == DType::F16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
     for (const bool ta : {false, true}) {
       for (const bool tb : {false, true}) {
-        INFO(vkt::to_string(half) << (ta ? " A^T" : "") << (tb ? " B^T" : ""));
+        INFO(kernels << " " << vkt::to_string(half) << (ta ? " A^T" : "") << (tb ? " B^T" : ""));
         vkt::Graph g(vkt::test::shared_device());
         const Tensor a = g.input("a", ta ? vkt::Shape{kK, kM} : vkt::Shape{kM, kK}, half);
         const Tensor b = g.input("b", tb ? vkt::Shape{kN, kK} : vkt::Shape{kK, kN}, half);
@@ -210,8 +215,10 @@ TEST_CASE(
     "gradients flow through cast and a half matmul: f32 weights trained in f16 and bf16 get "
     "the double reference's gradients within the half format's rounding") {
   constexpr std::int64_t kM = 9, kK = 13, kN = 7;
+  const char* kernels = GENERATE("tiled", "texel");
+  const vkt::test::VariantScope scope(kernels);
   for (const DType half : {DType::F16, DType::BF16}) {
-    INFO(vkt::to_string(half));
+    INFO(kernels << " " << vkt::to_string(half));
     const double u = half == DType::F16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
     vkt::Graph g(vkt::test::shared_device());
     const Tensor x = g.input("x", {kM, kK});

@@ -9,6 +9,7 @@
 #include <vktower/runtime/graph/ops/softmax.h>
 
 #include "../test_support.h"
+#include "matmul_variant_scope.h"
 #include "op_check.h"
 #include "row_kernels_scope.h"
 
@@ -226,8 +227,8 @@ TEST_CASE("softmax, argmax and one_hot report bad inputs when the graph is built
 }
 
 TEST_CASE(
-    "a RowKernelsScope that makes the shared device puts back the device's own row kernels, not "
-    "its own") {
+    "a RowKernelsScope or VariantScope that makes the shared device puts back the device's own "
+    "kernels, not its own") {
   vkt::test::release_shared_device();
   const vkt::RowKernels own = vkt::test::shared_device().options().row_kernels;
   vkt::test::release_shared_device();
@@ -237,4 +238,12 @@ TEST_CASE(
                                                                              : "workgroup");
   }
   CHECK(vkt::test::shared_device().options().row_kernels == own);
+  vkt::test::release_shared_device();
+  const vkt::MatmulKernels own_matmul = vkt::test::shared_device().options().matmul;
+  vkt::test::release_shared_device();
+  {
+    const vkt::test::VariantScope scope(own_matmul == vkt::MatmulKernels::Tiled ? "texel"
+                                                                                : "tiled");
+  }
+  CHECK(vkt::test::shared_device().options().matmul == own_matmul);
 }

@@ -24,6 +24,10 @@ namespace vkt::matmul_detail {
 Tensor batch_matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
                     const std::string& what);
 
+/// matmul() without the graph's precision policy: f32 operands multiply in
+/// f32 whatever GraphOptions::precision says.
+Tensor f32_matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b);
+
 /// matmul() of two rank-2 half operands of one type (f16 or bf16), a result
 /// of that type summed in f32 (matmul_half.cpp); `what` names the call. Throws
 /// vkt::Error for mixed types, other ranks, mismatched inner dimensions, or a

@@ -60,8 +60,11 @@ Tensor dense(const Tensor& x, std::int64_t units, Activation activation,
   const bool fold = shape.rank() > 2;
   const Tensor x2 = fold ? reshape(x, {shape.elements() / in, in}) : x;
   // One dispatch (dense_fused.h); gelu, which it cannot fuse, comes after.
-  const Activation fused = fuses_activation(activation) ? activation : Activation::None;
-  Tensor y = matmul_bias_act(x2, kernel, bias, fused);
+  // Under a half precision the product is matmul's (cast, half product, cast
+  // back), then the bias and activation in f32.
+  const bool half = g.options().precision != Precision::F32;
+  const Activation fused = !half && fuses_activation(activation) ? activation : Activation::None;
+  Tensor y = half ? bias_add(matmul(x2, kernel), bias) : matmul_bias_act(x2, kernel, bias, fused);
   if (fold) {
     std::vector<std::int64_t> dims = shape.dims();
     dims.back() = units;

@@ -12,6 +12,7 @@
 #include "../../vulkan/error.h"
 #include "../graph.h"
 #include "batch_matmul.h"
+#include "cast.h"
 #include "elementwise.h"
 #include "elementwise_chain.h"
 #include "kernel_util.h"
@@ -196,6 +197,20 @@ MatmulVariant matmul_variant(const Device& device) {
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+  if (a.valid() && b.valid() && a.dtype() == DType::F32 && b.dtype() == DType::F32 &&
+      &a.graph() == &b.graph()) {
+    // The graph's precision policy: f32 matrices multiply in the half type
+    // (batched products stay f32: the half kernel takes matrices).
+    if (const DType half = compute_dtype(a.graph().options().precision);
+        is_half(half) && a.shape().rank() == 2 && b.shape().rank() == 2) {
+      return cast(matmul(cast(a, half), cast(b, half), transpose_a, transpose_b), DType::F32);
+    }
+  }
+  return matmul_detail::f32_matmul(a, b, transpose_a, transpose_b);
+}
+
+Tensor matmul_detail::f32_matmul(const Tensor& a, const Tensor& b, bool transpose_a,
+                                 bool transpose_b) {
   const std::string what =
       a.valid() && b.valid()
           ? fmt::format("matmul('{}', '{}'{}{})", a.name(), b.name(),

@@ -6,7 +6,9 @@
 #include "../../vulkan/error.h"
 #include "../graph.h"
 #include "batch_matmul.h"
+#include "cast.h"
 #include "kernel_util.h"
+#include "matmul.h"
 
 namespace vkt {
 namespace {
@@ -87,6 +89,14 @@ Tensor matmul_detail::half_matmul(const Tensor& a, const Tensor& b, bool transpo
         "must match the rows of the right one",
         what, a.shape().str(), transpose_a ? "^T" : "", b.shape().str(), transpose_b ? "^T" : "",
         ka, kb));
+  }
+  // Where matmuls take the texel kernel (CPU devices): the operands widened
+  // to f32 (exact), that kernel's f32 sums, one rounding to the half type:
+  // the half kernel's arithmetic (in the texel kernel's summation order) at
+  // the f32 kernel's speed; matmul_half.comp's barriers are slow on a CPU.
+  if (matmul_variant(a.graph().device()) == MatmulVariant::Texel) {
+    return cast(f32_matmul(cast(a, DType::F32), cast(b, DType::F32), transpose_a, transpose_b),
+                a.dtype());
   }
   return a.graph().add_node(std::make_unique<HalfMatmulOp>(transpose_a, transpose_b), {a, b},
                             Shape{m, n}, a.dtype());

@@ -1,0 +1,140 @@
+// The mixed-precision policy (ReplicateOptions::precision): an MLP's products
+// in f16 and bf16 on 1 and 2 towers, against each other and against f32.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+
+#include <vktower/optimizers/adam.h>
+#include <vktower/optimizers/tower_optimizer.h>
+#include <vktower/runtime/graph/ops/layers.h>
+#include <vktower/runtime/graph/ops/losses.h>
+#include <vktower/runtime/vulkan/instance.h>
+#include <vktower/tower/replicate.h>
+#include <vktower/tower/tower_run.h>
+
+#include "../graph/matmul_variant_scope.h"
+#include "../test_support.h"
+
+using Catch::Matchers::Contains;
+using vkt::HostBatch;
+using vkt::HostTensor;
+using vkt::Precision;
+using vkt::Tensor;
+
+namespace {
+
+constexpr std::int64_t kBatch = 12, kIn = 7, kSteps = 20;
+
+vkt::EstimatorSpec mlp(vkt::ModelContext&, const vkt::TensorDict& f, const vkt::TensorDict& l,
+                       vkt::Mode mode, const vkt::Params&) {
+  const Tensor h = vkt::layers::dense(f.at("x"), 16, vkt::layers::Activation::Tanh, "hidden");
+  const Tensor logits = vkt::layers::dense(h, 5, vkt::layers::Activation::None, "out");
+  const Tensor loss = vkt::sparse_softmax_cross_entropy(l.at("y"), logits);
+  vkt::TowerOptimizer adam([] { return std::make_unique<vkt::Adam>(0.01f); });
+  return vkt::EstimatorSpec{.mode = mode, .loss = loss, .train_op = adam.minimize(loss)};
+}
+
+struct Batches {
+  std::vector<HostBatch> xs, ys;
+  Batches() {
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (int s = 0; s < kSteps; ++s) {
+      std::vector<float> x(kBatch * kIn);
+      for (float& v : x) v = normal(rng);
+      std::vector<std::int32_t> y(kBatch);
+      for (auto& v : y) v = static_cast<std::int32_t>(rng() % 5);
+      xs.push_back({{"x", HostTensor::floats({kBatch, kIn}, x)}});
+      ys.push_back({{"y", HostTensor::ints({kBatch}, y)}});
+    }
+  }
+};
+
+/// Every variable after kSteps steps, then the last loss.
+std::vector<std::vector<float>> train(const Batches& data, int towers, Precision precision,
+                                      vkt::VariableMode mode = {}) {
+  vkt::Instance instance;
+  const auto replicated =
+      vkt::replicate_model_fn(mlp, {.devices = std::vector<std::uint32_t>(towers, 0),
+                                    .variable_mode = mode,
+                                    .precision = precision});
+  vkt::ModelContext root(instance, {{"x", {{kBatch, kIn}}}}, {{"y", {{kBatch}, vkt::DType::I32}}},
+                         {.seed = 9});
+  vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
+  // The policy reached the towers: their products' operands are cast to the half type.
+  std::int64_t half_casts = 0;
+  for (const vkt::Node& node : spec.run->tower_graph(towers - 1).nodes()) {
+    half_casts += node.op->type() == "cast" && node.output.dtype() != vkt::DType::F32;
+  }
+  CHECK((half_casts > 0) == (precision != Precision::F32));
+  for (int s = 0; s < kSteps; ++s) spec.run->train_step(data.xs[s], data.ys[s]);
+  std::vector<std::vector<float>> out;
+  for (const char* name : {"hidden/kernel", "hidden/bias", "out/kernel", "out/bias"}) {
+    out.push_back(spec.run->variable(name));
+  }
+  out.push_back({spec.run->loss()});
+  return out;
+}
+
+/// The largest difference between two runs' values, over the largest value.
+double relative_distance(const std::vector<std::vector<float>>& a,
+                         const std::vector<std::vector<float>>& b) {
+  double diff = 0, scale = 0;
+  for (std::size_t v = 0; v < a.size(); ++v) {
+    for (std::size_t i = 0; i < a[v].size(); ++i) {
+      diff = std::max<double>(diff, std::abs(a[v][i] - b[v][i]));
+      scale = std::max<double>(scale, std::abs(a[v][i]));
+    }
+  }
+  return diff / scale;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "an MLP trained in fp16 and bf16: the same bits run to run, 2 towers within the half "
+    "rounding of 1, and within a stated distance of fp32") {
+  const Batches data;
+  // The half kernel (tiled: GPUs) and, on CPU devices, the texel kernel on
+  // operands widened to f32: the same arithmetic, other summation orders.
+  const char* kernels = GENERATE("tiled", "texel");
+  INFO(kernels);
+  const vkt::test::VariantScope scope(kernels);
+  const auto fp32 = train(data, 1, Precision::F32);
+  for (const Precision precision : {Precision::F16, Precision::BF16}) {
+    INFO(vkt::to_string(precision));
+    // The half type's unit roundoff: each tower rounds its shard's weight
+    // gradient once, so 2 towers differ from 1 by about that much a step.
+    const double u = precision == Precision::F16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+    const auto one = train(data, 1, precision);
+    CHECK(train(data, 1, precision) == one);
+    for (const auto mode : {vkt::VariableMode::SharedLocalParameterServer,
+                            vkt::VariableMode::Mirrored, vkt::VariableMode::RoundRobin}) {
+      INFO("variable mode " << static_cast<int>(mode));
+      const double towers = relative_distance(one, train(data, 2, precision, mode));
+      UNSCOPED_INFO("2 towers against 1: " << towers);
+      CHECK(towers <= u / 2);
+    }
+    // Against f32: 20 Adam steps on products rounded to the half type.
+    const double from_fp32 = relative_distance(fp32, one);
+    UNSCOPED_INFO("against fp32: " << from_fp32);
+    CHECK(from_fp32 <= u);
+    CHECK(std::abs(one.back()[0] - fp32.back()[0]) <= u * fp32.back()[0]);
+  }
+}
+
+TEST_CASE("a half precision on a device without 16-bit storage names the device and the fix") {
+  vkt::Instance instance;
+  const auto replicated = vkt::replicate_model_fn(
+      mlp, {.devices = {0},
+            .precision = Precision::F16,
+            .device_options = vkt::DeviceOptions{.disable_16bit_storage = true}});
+  vkt::ModelContext root(instance, {{"x", {{kBatch, kIn}}}}, {{"y", {{kBatch}, vkt::DType::I32}}});
+  const std::string error =
+      vkt::test::error_of([&] { (void)replicated(root, {}, {}, vkt::Mode::Train, {}); });
+  CHECK_THAT(error, Contains("fp16") && Contains("device 0") && Contains("16-bit storage") &&
+                        Contains("--precision fp32"));
+  CHECK_THAT(vkt::test::error_of([] { (void)vkt::parse_precision("half", "--precision"); }),
+             Contains("--precision") && Contains("'half'") && Contains("fp32, fp16 or bf16"));
+}
