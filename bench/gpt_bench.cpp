@@ -33,6 +33,7 @@ struct Flags {
   int reps = 5;
   std::vector<int> towers{1, 2};
   int rounds = 3;
+  std::string precision = "fp32";
   int torch_steps = 5;
   std::string torch_device = "auto";
   bool skip_torch = false;
@@ -70,7 +71,8 @@ TimedTowers build_towers(vkt::Instance& instance, int n, const Flags& f) {
   const RandomTokens data = random_tokens(f);
   const auto replicated = vkt::replicate_model_fn(
       gpt_model, {.loss_reduction = vkt::LossReduction::Mean,
-                  .devices = std::vector<std::uint32_t>(static_cast<std::size_t>(n), 0)});
+                  .devices = std::vector<std::uint32_t>(static_cast<std::size_t>(n), 0),
+                  .precision = vkt::parse_precision(f.precision, "--precision")});
   vkt::ModelContext root(instance, {{"tokens", {{b, t}, vkt::DType::I32}}},
                          {{"next", {{b, t}, vkt::DType::I32}}});
   TimedTowers run{n,
@@ -139,9 +141,9 @@ std::optional<Rate> pytorch_rate(const Flags& f, bool print_facts) {
   const GptSettings& m = f.model;
   const std::string args = fmt::format(
       "--batch {} --context {} --width {} --layers {} --heads {} --vocab {} --dropout {} "
-      "--steps {} --threads 2 --device {}",
+      "--steps {} --threads 2 --device {} --precision {}",
       f.batch, m.context, m.width, m.layers, m.heads, m.vocab, m.dropout, f.torch_steps,
-      f.torch_device);
+      f.torch_device, f.precision);
   const auto torch = vkt::bench::run_torch_script(*python, script, args);
   if (!torch) {
     fmt::print("pytorch: {} failed (its output is above)\n", script);
@@ -195,8 +197,7 @@ void compare_rates(vkt::Instance& instance, const Flags& f) {
         theirs_best.tokens_per_cpu_s =
             std::max(theirs_best.tokens_per_cpu_s, theirs->tokens_per_cpu_s);
         line += fmt::format(" pytorch {:.0f} tokens/s ({:.0f} per CPU s); ratio {:.3f}",
-                            theirs->tokens_per_s, theirs->tokens_per_cpu_s,
-                            round_ratios.back());
+                            theirs->tokens_per_s, theirs->tokens_per_cpu_s, round_ratios.back());
       }
     }
     fmt::print("{}\n", line);
@@ -221,7 +222,7 @@ void compare_rates(vkt::Instance& instance, const Flags& f) {
 /// and the fused attention kernels' GFLOP/s against the device's roof.
 void report_profile(vkt::Instance& instance, const Flags& f) {
   vkt::Device device(instance, 0);
-  vkt::Graph g(device);
+  vkt::Graph g(device, {.precision = vkt::parse_precision(f.precision, "--precision")});
   const std::int64_t b = f.batch, t = f.model.context;
   const vkt::Tensor tokens = g.input("tokens", {b, t}, vkt::DType::I32);
   const vkt::Tensor next = g.input("next", {b, t}, vkt::DType::I32);
@@ -336,6 +337,11 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  app.add_option("--precision", f.precision,
+                 "fp32|fp16|bf16: the matrix products' type (ReplicateOptions::precision; "
+                 "PyTorch runs under autocast to the same type)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   app.add_option("--rounds", f.rounds,
                  "interleaved timing rounds of vktower and PyTorch (each side's best counts)")
       ->capture_default_str()

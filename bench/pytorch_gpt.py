@@ -30,6 +30,9 @@ def main():
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--precision", choices=["fp32", "fp16", "bf16"], default="fp32",
+                        help="fp16/bf16: the step under torch.autocast to that type "
+                             "(fp16 with a GradScaler, as PyTorch trains in fp16)")
     args = parser.parse_args()
 
     import torch  # after argparse: --help works without torch
@@ -50,19 +53,31 @@ def main():
     tokens = torch.randint(0, args.vocab, (args.batch, args.context), device=device)
     nxt = torch.randint(0, args.vocab, (args.batch, args.context), device=device)
 
+    half = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(args.precision)
+    # fp16 on the CPU: autocast there knows bf16 only, so fp16 runs as bf16.
+    if half == torch.float16 and args.device == "cpu":
+        half = torch.bfloat16
+    scaler = torch.cuda.amp.GradScaler(enabled=half == torch.float16)
+
     def step():
-        logits = model(tokens)
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, args.vocab), nxt.reshape(-1))
+        with torch.autocast(args.device, dtype=half or torch.float32, enabled=half is not None):
+            logits = model(tokens)
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, args.vocab).float(),
+                                                     nxt.reshape(-1))
         adamw.zero_grad(set_to_none=True)
         adam.zero_grad(set_to_none=True)
-        loss.backward()
+        scaler.scale(loss).backward()
+        scaler.unscale_(adamw)
+        scaler.unscale_(adam)
         torch.nn.utils.clip_grad_norm_(matrices, 1.0)
         torch.nn.utils.clip_grad_norm_(others, 1.0)
-        adamw.step()
-        adam.step()
+        scaler.step(adamw)
+        scaler.step(adam)
+        scaler.update()
 
     seconds, cpu_seconds = timed_steps(torch, args.device, step, args.warmup, args.steps)
     print_run_facts(torch, args.device)
+    print(f"torch_precision={args.precision}")
     print(f"pytorch_examples_per_s={args.batch * args.steps / seconds:.2f}")
     print(f"pytorch_tokens_per_s={args.batch * args.context * args.steps / seconds:.1f}")
     print(f"pytorch_tokens_per_cpu_s={args.batch * args.context * args.steps / cpu_seconds:.1f}")
