@@ -47,9 +47,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (const auto& [name, entry] : file.entries()) {
       // What read_checkpoint builds of each tensor.
       const vkt::HostTensor t = vkt::HostTensor::floats(entry.shape, file.values(name));
-      total += t.f32.size() * sizeof(float);
+      // One value per element, whatever its stored type (f16 and bf16 widen).
+      if (static_cast<std::int64_t>(t.f32.size()) != entry.shape.elements()) __builtin_trap();
+      total += entry.end - entry.begin;
     }
-    if (total > bytes.size()) __builtin_trap();  // more values than the file holds
+    if (total > bytes.size()) __builtin_trap();  // more bytes read than the file holds
   } catch (const vkt::Error&) {
   }
   return 0;

@@ -14,6 +14,7 @@
 #include <set>
 #include <string_view>
 
+#include "../graph/half.h"
 #include "../vulkan/error.h"
 
 // safetensors stores little-endian data; we copy host floats as they are.
@@ -192,15 +193,21 @@ void check_header_crc(const std::string& path, const std::vector<char>& file,
   }
 }
 
-// One tensor entry: F32, rank 0 to 6, every dimension >= 1, offsets spanning its bytes.
+// One tensor entry: F32 (or, in another program's file, F16 or BF16), rank 0
+// to 6, every dimension >= 1, offsets spanning its bytes.
 CheckpointEntry parse_entry(const std::string& path, const std::string& name, const json& j,
-                            std::uint64_t data_size) {
+                            std::uint64_t data_size, bool half_allowed) {
   const std::string where = "tensor " + quoted(name);
   if (!j.is_object()) refuse(path, where + " is not a JSON object in the header");
   const auto dtype = j.find("dtype");
-  if (dtype == j.end() || *dtype != "F32") {
-    refuse(path, fmt::format("{} has dtype {}, expected \"F32\"", where,
-                             dtype == j.end() ? "(none)" : quoted(dtype->dump())));
+  DType type = DType::F32;
+  if (dtype != j.end() && half_allowed && (*dtype == "F16" || *dtype == "BF16")) {
+    type = *dtype == "F16" ? DType::F16 : DType::BF16;
+  } else if (dtype == j.end() || *dtype != "F32") {
+    refuse(path, fmt::format("{} has dtype {}, expected {}", where,
+                             dtype == j.end() ? "(none)" : quoted(dtype->dump()),
+                             half_allowed ? "\"F32\", \"F16\" or \"BF16\""
+                                          : "\"F32\" (a vktower checkpoint holds f32 values)"));
   }
   const auto shape = j.find("shape");
   if (shape == j.end() || !shape->is_array()) refuse(path, where + " has no \"shape\" array");
@@ -226,16 +233,18 @@ CheckpointEntry parse_entry(const std::string& path, const std::string& name, co
       !(*offsets)[0].is_number_unsigned() || !(*offsets)[1].is_number_unsigned()) {
     refuse(path, where + " has no \"data_offsets\" [begin, end]");
   }
-  CheckpointEntry e{Shape(std::move(dims)), (*offsets)[0].get<std::uint64_t>(),
+  CheckpointEntry e{Shape(std::move(dims)), type, (*offsets)[0].get<std::uint64_t>(),
                     (*offsets)[1].get<std::uint64_t>()};
   if (e.begin > e.end || e.end > data_size) {
     refuse(path, fmt::format("{} has data_offsets [{}, {}] outside the {}-byte data section (is "
                              "the file truncated?)",
                              where, e.begin, e.end, data_size));
   }
-  if (e.end - e.begin != elements * sizeof(float)) {
-    refuse(path, fmt::format("{} of shape {} needs {} bytes but its data_offsets span {}", where,
-                             e.shape.str(), elements * sizeof(float), e.end - e.begin));
+  // elements <= 2^48, so the byte count cannot overflow.
+  const std::uint64_t bytes = elements * dtype_bytes(type);
+  if (e.end - e.begin != bytes) {
+    refuse(path, fmt::format("{} of shape {} ({}) needs {} bytes but its data_offsets span {}",
+                             where, e.shape.str(), to_string(type), bytes, e.end - e.begin));
   }
   return e;
 }
@@ -343,7 +352,10 @@ CheckpointFile::CheckpointFile(std::string path, std::vector<char> bytes, bool c
   data_offset_ = 8 + header_size;
   const std::uint64_t data_size = bytes_.size() - data_offset_;
   for (const auto& [name, value] : header.items()) {
-    if (name != "__metadata__") entries_.emplace(name, parse_entry(path_, name, value, data_size));
+    if (name != "__metadata__") {
+      entries_.emplace(
+          name, parse_entry(path_, name, value, data_size, any_safetensors && !is_vktower(header)));
+    }
   }
   if (!is_vktower(header)) {
     check_contiguous(path_, entries_, data_size);
@@ -371,6 +383,11 @@ CheckpointFile CheckpointFile::read(const std::string& path, bool check_data,
 
 std::vector<float> CheckpointFile::values(const std::string& name) const {
   const CheckpointEntry& e = entries_.at(name);
+  if (is_half(e.dtype)) {
+    std::vector<std::uint16_t> bits(static_cast<std::size_t>(e.shape.elements()));
+    std::memcpy(bits.data(), bytes_.data() + data_offset_ + e.begin, e.end - e.begin);
+    return from_half(bits, e.dtype);
+  }
   std::vector<float> out(static_cast<std::size_t>(e.shape.elements()));
   // Every entry holds at least one element: out.data() is never null here.
   std::memcpy(out.data(), bytes_.data() + data_offset_ + e.begin, e.end - e.begin);

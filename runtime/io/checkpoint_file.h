@@ -43,6 +43,8 @@ std::vector<char> encode_checkpoint(const std::string& path,
 /// Where a tensor's values lie in the data section.
 struct CheckpointEntry {
   Shape shape;
+  /// F32; F16 or BF16 only in another program's file (read as f32, exactly).
+  DType dtype = DType::F32;
   std::uint64_t begin = 0;
   std::uint64_t end = 0;
 };

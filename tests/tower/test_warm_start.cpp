@@ -18,6 +18,9 @@
 #include <vktower/tower/estimator.h>
 #include <vktower/tower/replicate.h>
 
+#include <vktower/runtime/graph/half.h>
+#include <vktower/runtime/io/checkpoint.h>
+
 #include "../shared_device.h"
 #include "../test_support.h"
 
@@ -97,15 +100,24 @@ void append_le(std::string& out, std::uint64_t value, int bytes) {
 
 /// A safetensors file as another program writes it, byte by byte: a u64
 /// little-endian header length, the JSON header (a free-form __metadata__, no
-/// vktower fields), then each tensor's f32 values in order.
+/// vktower fields), then each tensor's values in order: f32, or for the
+/// names in `half` that type's bits ("F16" or "BF16", rounded by half.h).
 void write_checkpoint(const std::string& path,
-                      const std::vector<std::pair<std::string, HostTensor>>& tensors) {
+                      const std::vector<std::pair<std::string, HostTensor>>& tensors,
+                      const std::map<std::string, std::string>& half = {}) {
   std::string data, entries;
   for (const auto& [name, t] : tensors) {
     const std::size_t begin = data.size();
-    for (const float v : t.f32) append_le(data, std::bit_cast<std::uint32_t>(v), 4);
-    entries += fmt::format(",\"{}\":{{\"dtype\":\"F32\",\"shape\":[{}],\"data_offsets\":[{},{}]}}",
-                           name, fmt::join(t.shape.dims(), ","), begin, data.size());
+    const auto type = half.find(name);
+    if (type == half.end()) {
+      for (const float v : t.f32) append_le(data, std::bit_cast<std::uint32_t>(v), 4);
+    } else {
+      const vkt::DType dtype = type->second == "F16" ? vkt::DType::F16 : vkt::DType::BF16;
+      for (const std::uint16_t b : vkt::to_half(t.f32, dtype)) append_le(data, b, 2);
+    }
+    entries += fmt::format(",\"{}\":{{\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{},{}]}}",
+                           name, type == half.end() ? "F32" : type->second,
+                           fmt::join(t.shape.dims(), ","), begin, data.size());
   }
   const std::string header = fmt::format("{{\"__metadata__\":{{\"format\":\"pt\"}}{}}}", entries);
   std::string file;
@@ -246,6 +258,32 @@ TEST_CASE(
   CHECK(again.train(input(data), {.steps = 1}) == 2);
   CHECK(again.resumed());
   CHECK_FALSE(again.warm_started());
+}
+
+TEST_CASE(
+    "another program's f16 and bf16 tensors read as the f32 values their bits hold; other "
+    "dtypes and wrong sizes are refused naming the tensor",
+    "[warm-start]") {
+  TempDir files;
+  const std::string file = files / "half.safetensors";
+  // Values that round differently in the two types, and an odd count.
+  const HostTensor given =
+      HostTensor::floats({5}, {1.0f / 3.0f, -65504.0f, 1e-6f, 3.14159f, 70000.0f});
+  write_checkpoint(file, {{"a", given}, {"b", given}, {"c", given}}, {{"a", "F16"}, {"b", "BF16"}});
+  const std::map<std::string, HostTensor> read = vkt::read_safetensors(file);
+  CHECK(read.at("a").f32 ==
+        vkt::from_half(vkt::to_half(given.f32, vkt::DType::F16), vkt::DType::F16));
+  CHECK(read.at("b").f32 ==
+        vkt::from_half(vkt::to_half(given.f32, vkt::DType::BF16), vkt::DType::BF16));
+  CHECK(read.at("c").f32 == given.f32);
+  CHECK(read.at("a").f32 != read.at("b").f32);
+  CHECK(std::isinf(read.at("a").f32[4]));  // 70000 is past f16's largest value
+
+  const std::string f64 = files / "f64.safetensors";
+  write_checkpoint(f64, {{"d", given}}, {{"d", "F64"}});
+  CHECK_THAT(error_of([&] { vkt::read_safetensors(f64); }),
+             Contains(f64) && Contains("tensor \"d\"") && Contains("F64") &&
+                 Contains("\"F16\" or \"BF16\""));
 }
 
 TEST_CASE("warm start errors name the file, the variable and what would be valid",
