@@ -5,15 +5,12 @@
 #include <cmath>
 #include <random>
 
-#include <vktower/optimizers/adam.h>
-#include <vktower/optimizers/tower_optimizer.h>
-#include <vktower/runtime/graph/ops/layers.h>
-#include <vktower/runtime/graph/ops/losses.h>
 #include <vktower/runtime/vulkan/instance.h>
 #include <vktower/tower/replicate.h>
 #include <vktower/tower/tower_run.h>
 
 #include "../graph/matmul_variant_scope.h"
+#include "../mlp_fixture.h"
 #include "../test_support.h"
 
 using Catch::Matchers::Contains;
@@ -26,27 +23,14 @@ namespace {
 
 constexpr std::int64_t kBatch = 12, kIn = 7, kSteps = 20;
 
-vkt::EstimatorSpec mlp(vkt::ModelContext&, const vkt::TensorDict& f, const vkt::TensorDict& l,
-                       vkt::Mode mode, const vkt::Params&) {
-  const Tensor h = vkt::layers::dense(f.at("x"), 16, vkt::layers::Activation::Tanh, "hidden");
-  const Tensor logits = vkt::layers::dense(h, 5, vkt::layers::Activation::None, "out");
-  const Tensor loss = vkt::sparse_softmax_cross_entropy(l.at("y"), logits);
-  vkt::TowerOptimizer adam([] { return std::make_unique<vkt::Adam>(0.01f); });
-  return vkt::EstimatorSpec{.mode = mode, .loss = loss, .train_op = adam.minimize(loss)};
-}
-
 struct Batches {
   std::vector<HostBatch> xs, ys;
   Batches() {
     std::mt19937 rng(5);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
     for (int s = 0; s < kSteps; ++s) {
-      std::vector<float> x(kBatch * kIn);
-      for (float& v : x) v = normal(rng);
-      std::vector<std::int32_t> y(kBatch);
-      for (auto& v : y) v = static_cast<std::int32_t>(rng() % 5);
-      xs.push_back({{"x", HostTensor::floats({kBatch, kIn}, x)}});
-      ys.push_back({{"y", HostTensor::ints({kBatch}, y)}});
+      auto [x, y] = vkt::test::random_mlp_batch(rng, kBatch, kIn);
+      xs.push_back(std::move(x));
+      ys.push_back(std::move(y));
     }
   }
 };
@@ -55,10 +39,10 @@ struct Batches {
 std::vector<std::vector<float>> train(const Batches& data, int towers, Precision precision,
                                       vkt::VariableMode mode = {}) {
   vkt::Instance instance;
-  const auto replicated =
-      vkt::replicate_model_fn(mlp, {.devices = std::vector<std::uint32_t>(towers, 0),
-                                    .variable_mode = mode,
-                                    .precision = precision});
+  const auto replicated = vkt::replicate_model_fn(vkt::test::adam_mlp,
+                                                  {.devices = std::vector<std::uint32_t>(towers, 0),
+                                                   .variable_mode = mode,
+                                                   .precision = precision});
   vkt::ModelContext root(instance, {{"x", {{kBatch, kIn}}}}, {{"y", {{kBatch}, vkt::DType::I32}}},
                          {.seed = 9});
   vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
@@ -127,9 +111,9 @@ TEST_CASE(
 TEST_CASE("a half precision on a device without 16-bit storage names the device and the fix") {
   vkt::Instance instance;
   const auto replicated = vkt::replicate_model_fn(
-      mlp, {.devices = {0},
-            .precision = Precision::F16,
-            .device_options = vkt::DeviceOptions{.disable_16bit_storage = true}});
+      vkt::test::adam_mlp, {.devices = {0},
+                            .precision = Precision::F16,
+                            .device_options = vkt::DeviceOptions{.disable_16bit_storage = true}});
   vkt::ModelContext root(instance, {{"x", {{kBatch, kIn}}}}, {{"y", {{kBatch}, vkt::DType::I32}}});
   const std::string error =
       vkt::test::error_of([&] { (void)replicated(root, {}, {}, vkt::Mode::Train, {}); });

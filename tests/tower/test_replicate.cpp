@@ -19,6 +19,7 @@
 #include <cstdio>
 
 #include "../env_scope.h"
+#include "../mlp_fixture.h"
 #include "../test_support.h"
 
 using Catch::Matchers::Contains;
@@ -190,30 +191,19 @@ TEST_CASE("two losses and two TowerOptimizers on their own variables, one and tw
 
 TEST_CASE("an MLP trained with Adam on N towers matches 1 tower on the same global batch",
           "[device-matrix]") {
-  const auto model = [](vkt::ModelContext&, const vkt::TensorDict& f, const vkt::TensorDict& l,
-                        vkt::Mode mode, const vkt::Params&) {
-    const Tensor h = vkt::layers::dense(f.at("x"), 16, vkt::layers::Activation::Tanh, "hidden");
-    const Tensor logits = vkt::layers::dense(h, 5, vkt::layers::Activation::None, "out");
-    const Tensor loss = vkt::sparse_softmax_cross_entropy(l.at("y"), logits);
-    vkt::TowerOptimizer adam([] { return std::make_unique<vkt::Adam>(0.01f); });
-    return vkt::EstimatorSpec{.mode = mode, .loss = loss, .train_op = adam.minimize(loss)};
-  };
   const std::int64_t batch = 12, in = 7;
   std::mt19937 rng(5);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<HostBatch> xs, ys;
   for (int s = 0; s < 20; ++s) {
-    std::vector<float> x(batch * in);
-    for (float& v : x) v = normal(rng);
-    std::vector<std::int32_t> y(batch);
-    for (auto& v : y) v = static_cast<std::int32_t>(rng() % 5);
-    xs.push_back({{"x", HostTensor::floats({batch, in}, x)}});
-    ys.push_back({{"y", HostTensor::ints({batch}, y)}});
+    auto [x, y] = vkt::test::random_mlp_batch(rng, batch, in);
+    xs.push_back(std::move(x));
+    ys.push_back(std::move(y));
   }
   const auto train = [&](int n, vkt::VariableMode variable_mode) {
     vkt::Instance instance;
     const auto replicated = vkt::replicate_model_fn(
-        model, {.devices = std::vector<std::uint32_t>(n, 0), .variable_mode = variable_mode});
+        vkt::test::adam_mlp,
+        {.devices = std::vector<std::uint32_t>(n, 0), .variable_mode = variable_mode});
     vkt::ModelContext root(instance, {{"x", {{batch, in}}}}, {{"y", {{batch}, vkt::DType::I32}}},
                            {.seed = 9});
     vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});

@@ -18,6 +18,7 @@
 #include <vktower/tower/replicate.h>
 #include <vktower/tower/tower_run.h>
 #include "../env_scope.h"
+#include "../mlp_fixture.h"
 
 using vkt::HostBatch;
 using vkt::HostTensor;
@@ -25,24 +26,9 @@ using vkt::Tensor;
 
 namespace {
 
-constexpr std::int64_t kBatch = 8, kIn = 7, kClasses = 5;
+constexpr std::int64_t kBatch = 8, kIn = 7;
 
 using vkt::test::EnvScope;
-
-vkt::EstimatorSpec mlp(vkt::ModelContext&, const vkt::TensorDict& f, const vkt::TensorDict& l,
-                       vkt::Mode mode, const vkt::Params&) {
-  const Tensor h = vkt::layers::dense(f.at("x"), 16, vkt::layers::Activation::Tanh, "hidden");
-  const Tensor logits = vkt::layers::dense(h, kClasses, vkt::layers::Activation::None, "out");
-  const Tensor loss = vkt::sparse_softmax_cross_entropy(l.at("y"), logits);
-  vkt::EstimatorSpec spec{.mode = mode, .loss = loss};
-  if (mode == vkt::Mode::Train) {
-    vkt::TowerOptimizer adam([] { return std::make_unique<vkt::Adam>(0.01f); });
-    spec.train_op = adam.minimize(loss);
-  } else {
-    spec.eval_metric_ops = {{"accuracy", vkt::metrics::accuracy(l.at("y"), logits)}};
-  }
-  return spec;
-}
 
 struct Batch {
   HostBatch features, labels;
@@ -50,19 +36,16 @@ struct Batch {
 
 Batch make_batch(std::uint32_t seed) {
   std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> x(kBatch * kIn);
-  for (float& v : x) v = normal(rng);
-  std::vector<std::int32_t> y(kBatch);
-  for (auto& v : y) v = static_cast<std::int32_t>(rng() % kClasses);
-  return {{{"x", HostTensor::floats({kBatch, kIn}, x)}}, {{"y", HostTensor::ints({kBatch}, y)}}};
+  auto [features, labels] = vkt::test::random_mlp_batch(rng, kBatch, kIn);
+  return {std::move(features), std::move(labels)};
 }
 
 std::shared_ptr<vkt::TowerRun> build(vkt::Instance& instance, int towers, vkt::VariableMode mode,
                                      vkt::Mode run_mode, int accumulate = 1) {
   const auto replicated = vkt::replicate_model_fn(
-      mlp, {.devices = std::vector<std::uint32_t>(static_cast<std::size_t>(towers), 0),
-            .variable_mode = mode});
+      vkt::test::adam_mlp,
+      {.devices = std::vector<std::uint32_t>(static_cast<std::size_t>(towers), 0),
+       .variable_mode = mode});
   vkt::ModelContext root(instance, {{"x", {{kBatch, kIn}}}}, {{"y", {{kBatch}, vkt::DType::I32}}},
                          {.seed = 2});
   root.set_distribution({.accumulate_steps = accumulate});

@@ -1,0 +1,51 @@
+#pragma once
+// The small MLP the towers tests train (N towers against 1, precisions,
+// allocations) and its random batches.
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include <vktower/optimizers/adam.h>
+#include <vktower/optimizers/tower_optimizer.h>
+#include <vktower/runtime/graph/ops/layers.h>
+#include <vktower/runtime/graph/ops/losses.h>
+#include <vktower/tower/metrics.h>
+#include <vktower/tower/model_fn.h>
+
+namespace vkt::test {
+
+inline constexpr std::int64_t kMlpClasses = 5;
+
+/// x -> dense 16 tanh ("hidden") -> dense kMlpClasses ("out"), sparse softmax
+/// cross-entropy on labels "y", Adam at 0.01; accuracy when evaluating.
+inline EstimatorSpec adam_mlp(ModelContext&, const TensorDict& f, const TensorDict& l, Mode mode,
+                              const Params&) {
+  const Tensor h = layers::dense(f.at("x"), 16, layers::Activation::Tanh, "hidden");
+  const Tensor logits = layers::dense(h, kMlpClasses, layers::Activation::None, "out");
+  const Tensor loss = sparse_softmax_cross_entropy(l.at("y"), logits);
+  EstimatorSpec spec{.mode = mode, .loss = loss};
+  if (mode == Mode::Train) {
+    TowerOptimizer adam([] { return std::make_unique<Adam>(0.01f); });
+    spec.train_op = adam.minimize(loss);
+  } else {
+    spec.eval_metric_ops = {{"accuracy", metrics::accuracy(l.at("y"), logits)}};
+  }
+  return spec;
+}
+
+/// One batch for adam_mlp drawn from `rng`: `rows` x `in` standard normal
+/// features "x", then `rows` class labels "y".
+inline std::pair<HostBatch, HostBatch> random_mlp_batch(std::mt19937& rng, std::int64_t rows,
+                                                        std::int64_t in) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(static_cast<std::size_t>(rows * in));
+  for (float& v : x) v = normal(rng);
+  std::vector<std::int32_t> y(static_cast<std::size_t>(rows));
+  for (auto& v : y) v = static_cast<std::int32_t>(rng() % kMlpClasses);
+  return {{{"x", HostTensor::floats({rows, in}, x)}}, {{"y", HostTensor::ints({rows}, y)}}};
+}
+
+}  // namespace vkt::test
