@@ -84,6 +84,29 @@ std::vector<float> edge_values() {
   return v;
 }
 
+/// How many of the rows x cols results in `got` lie farther from the double
+/// sum over k of left(i, k) * right(k, j) than one rounding to the half type
+/// (unit roundoff u) plus f32 sums of `inner` terms allow.
+template <typename Left, typename Right>
+std::int64_t outside_half_product(const std::vector<float>& got, std::int64_t rows,
+                                  std::int64_t inner, std::int64_t cols, double u, Left left,
+                                  Right right) {
+  std::int64_t outside = 0;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    for (std::int64_t j = 0; j < cols; ++j) {
+      double sum = 0, magnitude = 0;
+      for (std::int64_t k = 0; k < inner; ++k) {
+        const double p = left(i, k) * right(k, j);
+        sum += p;
+        magnitude += std::abs(p);
+      }
+      const double bound = u * std::abs(sum) + inner * std::ldexp(1.0, -24) * magnitude + 1e-6;
+      outside += std::abs(got[static_cast<std::size_t>(i * cols + j)] - sum) > bound;
+    }
+  }
+  return outside;
+}
+
 bool same_bits(float a, float b) {
   return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
 }
@@ -190,22 +213,14 @@ TEST_CASE(
         exec.feed("b", bv);
         exec.run();
         const std::vector<float> got = exec.read(c);
-        std::int64_t outside = 0;
-        for (std::int64_t i = 0; i < kM; ++i) {
-          for (std::int64_t j = 0; j < kN; ++j) {
-            double sum = 0, magnitude = 0;
-            for (std::int64_t k = 0; k < kK; ++k) {
-              const double x = av[static_cast<std::size_t>(ta ? k * kM + i : i * kK + k)];
-              const double y = bv[static_cast<std::size_t>(tb ? j * kK + k : k * kN + j)];
-              sum += x * y;
-              magnitude += std::abs(x * y);
-            }
-            // One rounding to the half type, plus f32 sums of kK terms.
-            const double bound = u * std::abs(sum) + kK * std::ldexp(1.0, -24) * magnitude + 1e-6;
-            outside += std::abs(got[static_cast<std::size_t>(i * kN + j)] - sum) > bound;
-          }
-        }
-        CHECK(outside == 0);
+        CHECK(outside_half_product(
+                  got, kM, kK, kN, u,
+                  [&](std::int64_t i, std::int64_t k) -> double {
+                    return av[static_cast<std::size_t>(ta ? k * kM + i : i * kK + k)];
+                  },
+                  [&](std::int64_t k, std::int64_t j) -> double {
+                    return bv[static_cast<std::size_t>(tb ? j * kK + k : k * kN + j)];
+                  }) == 0);
       }
     }
   }
@@ -242,34 +257,16 @@ TEST_CASE(
       return vkt::from_half(vkt::to_half(v, half), half);
     };
     const std::vector<float> xh = rounded(xv), wh = rounded(wv), ch = rounded(cv);
-    double worst = 0;
-    for (std::int64_t i = 0; i < kM; ++i) {
-      for (std::int64_t k = 0; k < kK; ++k) {
-        double sum = 0, magnitude = 0;
-        for (std::int64_t j = 0; j < kN; ++j) {
-          const double p = ch[static_cast<std::size_t>(i * kN + j)] *
-                           static_cast<double>(wh[static_cast<std::size_t>(k * kN + j)]);
-          sum += p;
-          magnitude += std::abs(p);
-        }
-        worst = std::max(worst, std::abs(dx[static_cast<std::size_t>(i * kK + k)] - sum) /
-                                    (u * std::abs(sum) + kN * 1e-7 * magnitude + 1e-6));
-      }
-    }
-    for (std::int64_t k = 0; k < kK; ++k) {
-      for (std::int64_t j = 0; j < kN; ++j) {
-        double sum = 0, magnitude = 0;
-        for (std::int64_t i = 0; i < kM; ++i) {
-          const double p = xh[static_cast<std::size_t>(i * kK + k)] *
-                           static_cast<double>(ch[static_cast<std::size_t>(i * kN + j)]);
-          sum += p;
-          magnitude += std::abs(p);
-        }
-        worst = std::max(worst, std::abs(dw[static_cast<std::size_t>(k * kN + j)] - sum) /
-                                    (u * std::abs(sum) + kM * 1e-7 * magnitude + 1e-6));
-      }
-    }
-    CHECK(worst <= 1.0);
+    const auto at = [](const std::vector<float>& v, std::int64_t i) -> double {
+      return v[static_cast<std::size_t>(i)];
+    };
+    // dx[i, k] = sum over j of c[i, j] w[k, j]; dw[k, j] = sum over i of x[i, k] c[i, j].
+    CHECK(outside_half_product(
+              dx, kM, kN, kK, u, [&](std::int64_t i, std::int64_t j) { return at(ch, i * kN + j); },
+              [&](std::int64_t j, std::int64_t k) { return at(wh, k * kN + j); }) == 0);
+    CHECK(outside_half_product(
+              dw, kK, kM, kN, u, [&](std::int64_t k, std::int64_t i) { return at(xh, i * kK + k); },
+              [&](std::int64_t i, std::int64_t j) { return at(ch, i * kN + j); }) == 0);
   }
 }
 
