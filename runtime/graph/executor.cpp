@@ -389,6 +389,12 @@ bool Executor::takes_input(const std::string& name) const {
 void Executor::feed(const std::string& name, std::span<const float> values) {
   const std::optional<Tensor> input = graph_->find_input(name);
   if (input && is_half(input->dtype())) {
+    // Checked before the padding to whole words could make a count fit.
+    if (static_cast<std::int64_t>(values.size()) != input->shape().elements()) {
+      throw Error(fmt::format("feed: input '{}' has shape {} ({} values) but {} values were given",
+                              name, input->shape().str(), input->shape().elements(),
+                              values.size()));
+    }
     // Rounded to the input's type here, as the device's cast would.
     std::vector<std::uint16_t> bits = to_half(values, input->dtype());
     if (bits.size() % 2 != 0) bits.push_back(0);  // whole words

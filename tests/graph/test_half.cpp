@@ -292,4 +292,8 @@ TEST_CASE("half tensors: the errors a user meets name the op, the types and the 
   const std::vector<float> wrong_count{1.0f, 2.0f};
   CHECK_THAT(vkt::test::error_of([&] { exec.feed("hin", wrong_count); }),
              Contains("3 values") && Contains("2 values"));
+  // One too many: the padding to whole words must not make it fit.
+  const std::vector<float> one_more{1.0f, 2.0f, 3.0f, 4.0f};
+  CHECK_THAT(vkt::test::error_of([&] { exec.feed("hin", one_more); }),
+             Contains("3 values") && Contains("4 values"));
 }
