@@ -354,21 +354,27 @@ std::span<std::byte> Executor::feed_host() {
   return (options_.double_buffered_feeds ? feed_buffers_[next_feed_] : feed_in_).host();
 }
 
-void Executor::feed_bytes(const std::string& name, std::span<const std::byte> bytes, DType dtype) {
+Tensor Executor::input_named(const std::string& name) const {
   const std::optional<Tensor> input = graph_->find_input(name);
   if (!input) throw Error(fmt::format("feed: the graph has no input named '{}'", name));
-  auto place = places_.find(input->id());
+  return *input;
+}
+
+void Executor::feed_bytes(const Tensor& input, std::span<const std::byte> bytes, DType dtype,
+                          std::size_t count) {
+  const std::string& name = input.name();
+  auto place = places_.find(input.id());
   if (place == places_.end()) {
     throw Error(fmt::format("feed: input '{}' is not used by this Executor's fetches", name));
   }
-  if (input->dtype() != dtype) {
+  if (input.dtype() != dtype) {
     throw Error(fmt::format("feed: input '{}' holds {} values, {} were given", name,
-                            to_string(input->dtype()), to_string(dtype)));
+                            to_string(input.dtype()), to_string(dtype)));
   }
-  if (bytes.size() != place->second.bytes) {
+  // Values, not bytes: a half input's padding to whole words must not make a count fit.
+  if (static_cast<std::int64_t>(count) != input.shape().elements()) {
     throw Error(fmt::format("feed: input '{}' has shape {} ({} values) but {} values were given",
-                            name, input->shape().str(), input->shape().elements(),
-                            bytes.size() / dtype_bytes(dtype)));
+                            name, input.shape().str(), input.shape().elements(), count));
   }
   if (options_.double_buffered_feeds) {
     feed_copied_[next_feed_].wait();  // the copy that last read this buffer
@@ -387,24 +393,18 @@ bool Executor::takes_input(const std::string& name) const {
 }
 
 void Executor::feed(const std::string& name, std::span<const float> values) {
-  const std::optional<Tensor> input = graph_->find_input(name);
-  if (input && is_half(input->dtype())) {
-    // Checked before the padding to whole words could make a count fit.
-    if (static_cast<std::int64_t>(values.size()) != input->shape().elements()) {
-      throw Error(fmt::format("feed: input '{}' has shape {} ({} values) but {} values were given",
-                              name, input->shape().str(), input->shape().elements(),
-                              values.size()));
-    }
-    // Rounded to the input's type here, as the device's cast would.
-    std::vector<std::uint16_t> bits = to_half(values, input->dtype());
-    if (bits.size() % 2 != 0) bits.push_back(0);  // whole words
-    feed_bytes(name, std::as_bytes(std::span(bits)), input->dtype());
+  const Tensor input = input_named(name);
+  if (!is_half(input.dtype())) {
+    feed_bytes(input, std::as_bytes(values), DType::F32, values.size());
     return;
   }
-  feed_bytes(name, std::as_bytes(values), DType::F32);
+  // Rounded to the input's type here, as the device's cast would.
+  std::vector<std::uint16_t> bits = to_half(values, input.dtype());
+  if (bits.size() % 2 != 0) bits.push_back(0);  // whole words
+  feed_bytes(input, std::as_bytes(std::span(bits)), input.dtype(), values.size());
 }
 void Executor::feed(const std::string& name, std::span<const std::int32_t> values) {
-  feed_bytes(name, std::as_bytes(values), DType::I32);
+  feed_bytes(input_named(name), std::as_bytes(values), DType::I32, values.size());
 }
 
 std::optional<double> Executor::device_ms() const {

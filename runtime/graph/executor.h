@@ -210,7 +210,12 @@ class Executor {
   Buffer& arena(Place::Arena a);
   const Buffer& arena(Place::Arena a) const;
   std::span<std::byte> feed_host();
-  void feed_bytes(const std::string& name, std::span<const std::byte> bytes, DType dtype);
+  /// The graph's input `name`; vkt::Error when there is none.
+  Tensor input_named(const std::string& name) const;
+  /// Copies `count` values of `dtype`, as `bytes` (half values padded to whole
+  /// words), into `input`'s place in the feed arena, checked first.
+  void feed_bytes(const Tensor& input, std::span<const std::byte> bytes, DType dtype,
+                  std::size_t count);
   void check_fetched(const Tensor& t) const;
 
   Graph* graph_;

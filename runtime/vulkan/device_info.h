@@ -47,8 +47,7 @@ struct DeviceInfo {
   /// storageBuffer16BitAccess: kernels read and write 16-bit elements of
   /// storage buffers (the half types' ops need it; enabled where offered).
   bool storage_16bit = false;
-  bool shader_float16 = false;  ///< shaderFloat16: 16-bit float arithmetic in shaders
-  bool is_lavapipe = false;     ///< Mesa's llvmpipe CPU device: kernels pick variants for it
+  bool is_lavapipe = false;  ///< Mesa's llvmpipe CPU device: kernels pick variants for it
 
   /// Empty when a Device can be created on it; otherwise why not.
   std::string unusable_reason;

@@ -105,9 +105,6 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, std::uint32_t index) {
   VkPhysicalDevice16BitStorageFeatures storage16{};
   storage16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
   timeline.pNext = &storage16;
-  VkPhysicalDeviceShaderFloat16Int8Features float16{};
-  float16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
-  if (basic.apiVersion >= VK_API_VERSION_1_2) storage16.pNext = &float16;
   VkPhysicalDeviceFeatures2 features{};
   features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
   features.pNext = &timeline;
@@ -142,7 +139,6 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, std::uint32_t index) {
   info.timestamp_period_ns = limits.timestampPeriod;
   info.timeline_semaphores = timeline.timelineSemaphore == VK_TRUE;
   info.storage_16bit = storage16.storageBuffer16BitAccess == VK_TRUE;
-  info.shader_float16 = float16.shaderFloat16 == VK_TRUE;
 
   VkPhysicalDeviceMemoryProperties memory{};
   vkGetPhysicalDeviceMemoryProperties(physical, &memory);
