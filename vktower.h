@@ -52,6 +52,7 @@
 #include "optimizers/adagrad.h"
 #include "optimizers/adam.h"
 #include "optimizers/ftrl.h"
+#include "optimizers/loss_scaler.h"
 #include "optimizers/rmsprop.h"
 #include "optimizers/schedule.h"
 #include "optimizers/sgd.h"

@@ -132,16 +132,18 @@ std::uint32_t float_offset(const BufferRange& r) {
 }  // namespace
 
 ApplyOp::ApplyOp(std::string shader, std::function<StepValues(std::uint64_t)> values,
-                 Clipping clipping, std::size_t variables, std::size_t slots, bool has_norm)
+                 Clipping clipping, std::size_t variables, std::size_t slots, bool has_norm,
+                 bool has_check)
     : shader_(std::move(shader)),
       values_(std::move(values)),
       clipping_(clipping),
       variables_(variables),
       slots_(slots),
-      has_norm_(has_norm) {}
+      has_norm_(has_norm),
+      has_check_(has_check) {}
 
 void ApplyOp::record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const {
-  const std::size_t first = has_norm_ ? 1 : 0;
+  const std::size_t first = first_variable();
   const Buffer& arena = *ctx.buffer(in[first]).buffer;
   const Buffer& grads = *ctx.buffer(in[first + 1]).buffer;
   std::vector<WindowSegment> segments;
@@ -161,7 +163,9 @@ void ApplyOp::record(RecordContext& ctx, std::span<const Tensor> in, const Tenso
     }
   }
   Device& device = ctx.device();
-  const Kernel& kernel = device.kernel({.shader = shader_, .local_size = {kApplyLocalSize, 1, 1}});
+  const Kernel& kernel = device.kernel({.shader = shader_,
+                                        .local_size = {kApplyLocalSize, 1, 1},
+                                        .constants = {SpecConstant::u32(1, has_check_ ? 1 : 0)}});
   for (const WindowPart& part : plan_windows(segments, device.max_storage_buffer_range(),
                                              tensor_alignment(device), type())) {
     const BufferRange vars = window_range(arena, part.windows[0]);
@@ -176,9 +180,11 @@ void ApplyOp::record(RecordContext& ctx, std::span<const Tensor> in, const Tenso
                          {}};
     const auto slot = slot_windows(arena, part, 2, slots_, vars, 16, push.slot_base);
     const BufferRange norm = has_norm_ ? ctx.buffer(in[0]) : grad;
+    const BufferRange check = has_check_ ? ctx.buffer(in[has_norm_ ? 1 : 0]) : grad;
     const std::uint64_t elements = 4 * part_units(part, segments);
     ctx.stream().dispatch(
-        kernel, {vars, grad, ctx.host_params(), norm, ctx.buffer(out), slot[0], slot[1], slot[2]},
+        kernel,
+        {vars, grad, ctx.host_params(), norm, ctx.buffer(out), slot[0], slot[1], slot[2], check},
         push,
         Stream::linear_groups(
             kernel, std::clamp<std::uint64_t>(
@@ -199,7 +205,7 @@ std::size_t ApplyOp::host_params_bytes() const {
 void ApplyOp::write_host_params(std::span<std::byte> out, std::span<const Tensor> in,
                                 const HostParamsContext& ctx) const {
   std::vector<std::uint32_t> words(out.size() / 4, 0);
-  const std::size_t first = has_norm_ ? 1 : 0;
+  const std::size_t first = first_variable();
   std::uint32_t start = 0;
   for (std::size_t v = 0; v < variables_; ++v) {
     const std::size_t at = first + v * (2 + slots_);
@@ -219,13 +225,14 @@ void ApplyOp::write_host_params(std::span<std::byte> out, std::span<const Tensor
 
 SparseApplyOp::SparseApplyOp(std::string shader, std::function<StepValues(std::uint64_t)> values,
                              Clipping clipping, std::size_t variables, std::size_t slots,
-                             bool has_norm, bool has_dense)
+                             bool has_norm, bool has_check, bool has_dense)
     : shader_(std::move(shader)),
       values_(std::move(values)),
       clipping_(clipping),
       variables_(variables),
       slots_(slots),
       has_norm_(has_norm),
+      has_check_(has_check),
       has_dense_(has_dense) {}
 
 void SparseApplyOp::record(RecordContext& ctx, std::span<const Tensor> in,
@@ -260,8 +267,9 @@ void SparseApplyOp::record(RecordContext& ctx, std::span<const Tensor> in,
     items.push_back(k * blocks_per_row(row_width(in[at])));
   }
   Device& device = ctx.device();
-  const Kernel& kernel =
-      device.kernel({.shader = shader_ + "_sparse", .local_size = {kApplyLocalSize, 1, 1}});
+  const Kernel& kernel = device.kernel({.shader = shader_ + "_sparse",
+                                        .local_size = {kApplyLocalSize, 1, 1},
+                                        .constants = {SpecConstant::u32(1, has_check_ ? 1 : 0)}});
   for (const WindowPart& part : plan_windows(segments, device.max_storage_buffer_range(),
                                              tensor_alignment(device), type())) {
     const BufferRange vars = window_range(arena, part.windows[0]);
@@ -283,10 +291,11 @@ void SparseApplyOp::record(RecordContext& ctx, std::span<const Tensor> in,
     std::uint64_t part_items = 0;  // every occurrence is scanned, whatever rows the part takes
     for (std::uint32_t s = part.first_segment; s < part.end_segment; ++s) part_items += items[s];
     const BufferRange norm = has_norm_ ? ctx.buffer(in[0]) : values;
+    const BufferRange check = has_check_ ? ctx.buffer(in[has_norm_ ? 1 : 0]) : values;
     ctx.stream().dispatch(
         kernel,
         {vars, values, ctx.host_params(), norm, ctx.buffer(out), vars, values, ids, slot[0],
-         slot[1], slot[2], chains},
+         slot[1], slot[2], chains, check},
         push,
         Stream::linear_groups(kernel, std::clamp<std::uint64_t>(part_items, 1, kApplyThreads)));
   }

@@ -1,5 +1,7 @@
 // global_norm(): the norm that clipping by global norm divides by
-// (shaders/global_norm.comp: partial sums over many workgroups, then one).
+// (shaders/global_norm.comp: partial sums over many workgroups, then one);
+// finite_check(): the loss scaler's count of inf and NaN gradients by the
+// same chunks (shaders/finite_check.comp).
 
 #include <fmt/format.h>
 
@@ -35,20 +37,35 @@ struct NormPush {
   std::uint32_t pass;
 };
 
-class GlobalNormOp final : public Op {
+/// What a chunked op sums: squares (the norm) or inf and NaN values (the check).
+enum class ChunkSum { Squares, NonFinite };
+
+/// Results before the chunks' sums in the output: the norm; or the check's
+/// (1 / scale, found in this call, found in the step so far).
+std::int64_t results_of(ChunkSum kind) {
+  return kind == ChunkSum::Squares ? 1 : 3;
+}
+
+/// Inputs: the tensors summed; NonFinite: then the loss scale and, when
+/// `has_previous`, the step's previous check.
+class ChunkSumOp final : public Op {
  public:
   /// `first_chunk`: per tensor, the chunks of the tensors before it; then the total.
-  explicit GlobalNormOp(std::vector<std::uint64_t> first_chunk)
-      : first_chunk_(std::move(first_chunk)) {}
-  std::string type() const override { return "global_norm"; }
+  ChunkSumOp(ChunkSum kind, std::vector<std::uint64_t> first_chunk, bool has_previous)
+      : kind_(kind), first_chunk_(std::move(first_chunk)), has_previous_(has_previous) {}
+  std::string type() const override {
+    return kind_ == ChunkSum::Squares ? "global_norm" : "finite_check";
+  }
   bool windows_input(std::size_t) const override { return true; }
-  void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
+  void record(RecordContext& ctx, std::span<const Tensor> inputs,
+              const Tensor& out) const override {
+    const std::span<const Tensor> in = inputs.first(first_chunk_.size() - 1);
     const Buffer& grads = *ctx.buffer(in[0]).buffer;
     std::vector<WindowSegment> segments;
     for (const Tensor& t : in) {
       const BufferRange r = ctx.buffer(t);
       if (r.buffer != &grads) {
-        throw Error("global_norm: its tensors must be gradients (all in the gradient arena)");
+        throw Error(type() + ": its tensors must be gradients (all in the gradient arena)");
       }
       // Whole chunks per window: each chunk's sum is the same bits however
       // the windows fall.
@@ -60,11 +77,29 @@ class GlobalNormOp final : public Op {
     // Pass 0 a chunk an invocation where rows go by invocation (CPU devices):
     // the same tree, the same bits.
     const bool per_invocation = !ops_detail::row_workgroups(device, kChunk);
-    const Kernel& kernel = device.kernel({.shader = "global_norm", .local_size = {256, 1, 1}});
-    const Kernel& chunks = per_invocation ? device.kernel({.shader = "global_norm",
-                                                           .local_size = {kChunkLanes, 1, 1},
-                                                           .constants = {SpecConstant::u32(1, 1)}})
-                                          : kernel;
+    const std::string shader = type();
+    // The check's constant 2 (HAS_PREVIOUS); the norm has none.
+    std::vector<SpecConstant> constants;
+    if (kind_ == ChunkSum::NonFinite) constants.push_back(SpecConstant::u32(2, has_previous_));
+    const Kernel& kernel =
+        device.kernel({.shader = shader, .local_size = {256, 1, 1}, .constants = constants});
+    constants.push_back(SpecConstant::u32(1, 1));
+    const Kernel& chunks =
+        per_invocation
+            ? device.kernel(
+                  {.shader = shader, .local_size = {kChunkLanes, 1, 1}, .constants = constants})
+            : kernel;
+    // The check's loss scale and previous check (bound, unread, in pass 0).
+    std::vector<BufferRange> extra;
+    if (kind_ == ChunkSum::NonFinite) {
+      extra.push_back(ctx.buffer(inputs[in.size()]));
+      extra.push_back(ctx.buffer(inputs[has_previous_ ? in.size() + 1 : in.size()]));
+    }
+    const auto bind = [&](const BufferRange& x) {
+      std::vector<BufferRange> b{x, table, partials};
+      b.insert(b.end(), extra.begin(), extra.end());
+      return b;
+    };
     for (const WindowPart& part : plan_windows(segments, device.max_storage_buffer_range(),
                                                tensor_alignment(device), type())) {
       const Window& w = part.windows[0];
@@ -82,22 +117,24 @@ class GlobalNormOp final : public Op {
       const std::uint64_t per_group = per_invocation ? kChunkLanes : 1;
       const auto groups = static_cast<std::uint32_t>(
           std::min((end - begin + per_group - 1) / per_group, kMaxGroups));
-      ctx.stream().dispatch(chunks, {x, table, partials}, push, Groups{groups, 1, 1});
+      ctx.stream().dispatch(chunks, bind(x), std::as_bytes(std::span(&push, 1)),
+                            Groups{groups, 1, 1});
     }
     // The sum of the partials (of nothing, for empty tensors: 0).
     const BufferRange any(grads, ctx.buffer(in[0]).offset, 16);
-    ctx.stream().dispatch(kernel, {any, table, partials}, NormPush{0, 0, 0, 0, 0, 1},
-                          Groups{1, 1, 1});
+    const NormPush sum{0, 0, 0, 0, 0, 1};
+    ctx.stream().dispatch(kernel, bind(any), std::as_bytes(std::span(&sum, 1)), Groups{1, 1, 1});
   }
   std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor&,
                                  const Tensor&) const override {
-    throw Error("global_norm has no gradient");
+    throw Error(type() + " has no gradient");
   }
   std::size_t host_params_bytes() const override {
     return kNormHeaderBytes + (first_chunk_.size() - 1) * kNormSegmentBytes;
   }
-  void write_host_params(std::span<std::byte> out, std::span<const Tensor> in,
+  void write_host_params(std::span<std::byte> out, std::span<const Tensor> inputs,
                          const HostParamsContext& ctx) const override {
+    const std::span<const Tensor> in = inputs.first(first_chunk_.size() - 1);
     std::vector<std::uint32_t> words(out.size() / 4, 0);
     for (std::size_t i = 0; i < in.size(); ++i) {
       words[4 + 4 * i] = static_cast<std::uint32_t>(ctx.buffer(in[i]).offset / 4);
@@ -110,19 +147,36 @@ class GlobalNormOp final : public Op {
   }
 
  private:
+  ChunkSum kind_;
   std::vector<std::uint64_t> first_chunk_;
+  bool has_previous_;
 };
+
+Tensor chunk_sum(ChunkSum kind, const std::vector<Tensor>& tensors, std::vector<Tensor> extra,
+                 bool has_previous) {
+  if (tensors.empty()) throw Error("global_norm: no tensors given");
+  std::vector<std::uint64_t> first_chunk{0};
+  for (const Tensor& t : tensors) first_chunk.push_back(first_chunk.back() + chunks_of(t));
+  const auto size = static_cast<std::int64_t>(results_of(kind) + first_chunk.back());
+  std::vector<Tensor> inputs = tensors;
+  inputs.insert(inputs.end(), extra.begin(), extra.end());
+  return tensors.front().graph().add_node(
+      std::make_unique<ChunkSumOp>(kind, std::move(first_chunk), has_previous), inputs,
+      Shape{size});
+}
 
 }  // namespace
 
 Tensor global_norm(const std::vector<Tensor>& tensors) {
-  if (tensors.empty()) throw Error("global_norm: no tensors given");
-  std::vector<std::uint64_t> first_chunk{0};
-  for (const Tensor& t : tensors) first_chunk.push_back(first_chunk.back() + chunks_of(t));
-  const std::uint64_t chunks = first_chunk.back();
   // The norm, then each chunk's sum of squares (the first pass's partials).
-  return tensors.front().graph().add_node(std::make_unique<GlobalNormOp>(std::move(first_chunk)),
-                                          tensors, Shape{static_cast<std::int64_t>(1 + chunks)});
+  return chunk_sum(ChunkSum::Squares, tensors, {}, false);
+}
+
+Tensor finite_check(const std::vector<Tensor>& tensors, const Tensor& scale,
+                    const Tensor& previous) {
+  std::vector<Tensor> extra{scale};
+  if (previous.valid()) extra.push_back(previous);
+  return chunk_sum(ChunkSum::NonFinite, tensors, std::move(extra), previous.valid());
 }
 
 }  // namespace vkt::detail

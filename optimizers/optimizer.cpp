@@ -57,6 +57,12 @@ std::vector<GradVar> Optimizer::compute_gradients(const Tensor& loss,
 }
 
 Tensor Optimizer::apply_gradients(const std::vector<GradVar>& grads_and_vars) {
+  Tensor no_check;
+  return apply(grads_and_vars, Tensor{}, no_check);
+}
+
+Tensor Optimizer::apply(const std::vector<GradVar>& grads_and_vars, const Tensor& scale,
+                        Tensor& check) {
   if (grads_and_vars.empty()) {
     throw Error(
         fmt::format("optimizer '{}': no gradients to apply (the loss reaches none of the "
@@ -132,6 +138,9 @@ Tensor Optimizer::apply_gradients(const std::vector<GradVar>& grads_and_vars) {
   // with IndexedSlices.
   const bool norm = clipping_.global_norm > 0;
   const Tensor norm_tensor = norm ? detail::global_norm(norm_of) : Tensor{};
+  // The loss scaler's check covers what the norm does: every value the update reads.
+  const bool scaled = scale.valid();
+  if (scaled) check = detail::finite_check(norm_of, scale, check);
   std::vector<std::vector<Tensor>> slots;
   for (const GradVar& gv : grads_and_vars) slots.push_back(slots_for(g, gv.var));
 
@@ -139,18 +148,20 @@ Tensor Optimizer::apply_gradients(const std::vector<GradVar>& grads_and_vars) {
   if (!dense.empty()) {
     std::vector<Tensor> inputs;
     if (norm) inputs.push_back(norm_tensor);
+    if (scaled) inputs.push_back(check);
     for (std::size_t i : dense) {
       inputs.push_back(grads_and_vars[i].var);
       inputs.push_back(grads[i]);
       inputs.insert(inputs.end(), slots[i].begin(), slots[i].end());
     }
     train = g.add_node(std::make_unique<detail::ApplyOp>(shader(), step_values(), clipping_,
-                                                         dense.size(), names.size(), norm),
+                                                         dense.size(), names.size(), norm, scaled),
                        inputs, Shape{});
   }
   if (!sparse.empty()) {
     std::vector<Tensor> inputs;
     if (norm) inputs.push_back(norm_tensor);
+    if (scaled) inputs.push_back(check);
     if (train.valid()) inputs.push_back(train);  // after the dense update; one train op
     for (std::size_t i : sparse) {
       inputs.push_back(grads_and_vars[i].var);
@@ -161,7 +172,7 @@ Tensor Optimizer::apply_gradients(const std::vector<GradVar>& grads_and_vars) {
     }
     train = g.add_node(
         std::make_unique<detail::SparseApplyOp>(shader(), step_values(), clipping_, sparse.size(),
-                                                names.size(), norm, train.valid()),
+                                                names.size(), norm, scaled, train.valid()),
         inputs, Shape{});
   }
   return train;

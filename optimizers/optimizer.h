@@ -123,6 +123,12 @@ class Optimizer {
   Optimizer(std::string name, LearningRate lr, Clipping clipping);
 
  private:
+  friend class LossScaler;
+  /// apply_gradients; with a loss `scale` (a LossScaler's variable), the update
+  /// first checks the call's gradients for inf and NaN (after `check`, the
+  /// step's earlier check, when valid), then unscales them or skips; `check`
+  /// becomes this call's.
+  Tensor apply(const std::vector<GradVar>& grads_and_vars, const Tensor& scale, Tensor& check);
   /// The slots of `var`, made (zero or slot_initial_value) on first use.
   std::vector<Tensor> slots_for(Graph& g, const Tensor& var);
 

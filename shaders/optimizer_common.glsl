@@ -3,6 +3,7 @@
 // see optimizers/apply_op.cpp) says where each variable, its gradient and its
 // slots start, in floats. The update itself is shaders/opt_<name>.glsl, which
 // the .comp includes after this file.
+#define SCALER_BINDING 8
 #include "optimizer_params.glsl"
 
 // vec4 access: one buffer load moves four floats (lavapipe turns every buffer
@@ -52,7 +53,9 @@ void main() {
   uint threads = gl_NumWorkGroups.x * gl_NumWorkGroups.y * gl_WorkGroupSize.x;
   if (tid == 0) used_lr[0] = lr;
   load_step_values();
-  float scale = clip_norm > 0.0 ? clip_norm / max(global_norm[0], clip_norm) : 1.0;
+  if (skip_step()) return;
+  float norm = clip_norm > 0.0 ? unscaled_global_norm() : 0.0;
+  float scale = clip_norm > 0.0 ? clip_norm / max(norm, clip_norm) : 1.0;
   float limit = clip_value > 0.0 ? clip_value : 1.0 / 0.0;
   uvec3 slot_base = uvec3(slot0_base, slot1_base, slot2_base);
   for (uint s = first_segment; s < end_segment; ++s) {
@@ -62,7 +65,7 @@ void main() {
     uint from = s == first_segment ? first_vector : 0;
     uint to = s + 1 == end_segment ? end_vector : (where.z + 3) / 4;
     for (uint j = from + tid; j < to; j += threads) {
-      vec4 g = clamp(grads[q + j] * scale, -limit, limit);
+      vec4 g = clamp(grads[q + j] * INV_SCALE * scale, -limit, limit);
       update(p + j, g, slots + uvec3(j));
     }
   }

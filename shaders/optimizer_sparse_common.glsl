@@ -13,6 +13,7 @@
 // first walks its row's occurrences in order: O(k * ceil(D / (4 * BLOCK)))
 // work items, each reading its row's values rows once (D % 4 == 0; for other
 // widths units are floats, so ceil(D / BLOCK)).
+#define SCALER_BINDING 12
 #include "optimizer_params.glsl"
 
 // Three views of the arenas: vec4 where a row's width is a multiple of 4 (its
@@ -75,7 +76,7 @@ void apply_vec4(uvec4 a, uvec4 b, uvec3 slots, uint next, uint occ, int row, uin
   }
   uint at = uint(row) * units;
   for (uint c = c0; c < c1; ++c) {
-    vec4 g = clamp(acc[c - c0] * SCALE, -LIMIT, LIMIT);
+    vec4 g = clamp(acc[c - c0] * INV_SCALE * SCALE, -LIMIT, LIMIT);
     update(a.x / 4 - var_base / 4 + at + c, g, slots / 4 - slot_base() / 4 + uvec3(at + c));
   }
 }
@@ -92,7 +93,7 @@ void apply_float(uvec4 a, uvec4 b, uvec3 slots, uint next, uint occ, int row, ui
   }
   uint at = uint(row) * units;
   for (uint c = c0; c < c1; ++c) {
-    float g = clamp(acc[c - c0] * SCALE, -LIMIT, LIMIT);
+    float g = clamp(acc[c - c0] * INV_SCALE * SCALE, -LIMIT, LIMIT);
     update(a.x - var_base + at + c, g, slots - slot_base() + uvec3(at + c));
   }
 }
@@ -102,7 +103,8 @@ void main() {
   uint threads = gl_NumWorkGroups.x * gl_NumWorkGroups.y * gl_WorkGroupSize.x;
   if (tid == 0) used_lr[0] = lr;
   load_step_values();
-  SCALE = clip_norm > 0.0 ? clip_norm / max(global_norm[0], clip_norm) : 1.0;
+  if (skip_step()) return;
+  SCALE = clip_norm > 0.0 ? clip_norm / max(unscaled_global_norm(), clip_norm) : 1.0;
   LIMIT = clip_value > 0.0 ? clip_value : 1.0 / 0.0;
   for (uint s = first_segment; s < end_segment; ++s) {
     // Values and indices windows hold them whole; the variable's and slots'
