@@ -3,9 +3,11 @@
 // of several (the towers attach it to each tower's graph; see tower/).
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "../runtime/graph/graph.h"
+#include "loss_scaler.h"
 #include "optimizer.h"
 
 namespace vkt {
@@ -22,6 +24,10 @@ class Replication : public GraphAttachment {
   /// 1/N for Mean and SumByNonzeroWeights (N: every tower of every process),
   /// 1 for Sum; with k micro-batches per step, also 1/k.
   virtual float loss_scale() const = 0;
+  /// Dynamic loss scaling of the towers' gradients: TowerOptimizer then also
+  /// multiplies the loss by a LossScaler's scale (a variable of the tower's
+  /// graph, which the consolidation device's update changes).
+  virtual std::optional<LossScaleOptions> loss_scaling() const { return std::nullopt; }
   /// Records optimizer call number `call` of this tower, made through the
   /// TowerOptimizer whose id is `wrapper` with its `optimizer`; returns the
   /// train op to give the model function (a placeholder in the tower's graph).

@@ -4,6 +4,7 @@
 
 #include "../runtime/graph/ops/elementwise.h"
 #include "../runtime/vulkan/error.h"
+#include "loss_scaler.h"
 #include "replication.h"
 
 namespace vkt {
@@ -48,11 +49,18 @@ std::vector<GradVar> TowerOptimizer::compute_gradients(
   const Replication* replication = loss.valid() ? replication_of(loss.graph()) : nullptr;
   // A replication is attached whenever gradients are combined (several towers
   // or processes, or accumulation), one tower included.
+  Tensor scaled = loss;
   if (replication != nullptr && replication->loss_scale() != 1.0f) {
     // Each tower's share of the loss: the summed gradients are then the mean's.
-    return optimizer().compute_gradients(loss * replication->loss_scale(), std::move(var_list));
+    scaled = loss * replication->loss_scale();
   }
-  return optimizer().compute_gradients(loss, std::move(var_list));
+  if (replication != nullptr) {
+    if (const auto options = replication->loss_scaling()) {
+      // Times a power of two: every gradient exactly scaled until it overflows.
+      scaled = LossScaler(loss.graph(), *options).scale(scaled);
+    }
+  }
+  return optimizer().compute_gradients(scaled, std::move(var_list));
 }
 
 Tensor TowerOptimizer::apply_gradients(const std::vector<GradVar>& grads_and_vars) {

@@ -60,6 +60,9 @@ void WeightUpdate::build_master(Towers& towers, const OptimizerCalls& calls,
           *master_->find_variable(gv.var.name()), slots * gv.grad.values.shape()[0]);
     }
   }
+  // The towers' scale variables have their masters: the scaler takes them.
+  std::optional<LossScaler> scaler;
+  if (calls.loss_scaling) scaler.emplace(*master_, *calls.loss_scaling);
   std::vector<Tensor> updates;
   for (const OptimizerCalls::Call& call : calls.calls) {
     std::vector<GradVar> gvs;
@@ -71,8 +74,10 @@ void WeightUpdate::build_master(Towers& towers, const OptimizerCalls& calls,
         gvs.push_back({Gradient{external.at(gv.grad.dense.id())}, var});
       }
     }
-    updates.push_back(call.optimizer->apply_gradients(gvs));
+    updates.push_back(scaler ? scaler->apply_gradients(*call.optimizer, gvs)
+                             : call.optimizer->apply_gradients(gvs));
   }
+  if (scaler) updates.push_back(scaler->update());
   // Its parameters (the step, the learning rates) are written two runs ahead:
   // writing the next ones never waits for the running update.
   master_executor_ =
@@ -176,14 +181,19 @@ std::vector<std::vector<Tensor>> record_mirrored_updates(Towers& towers,
       external[g.id()] =
           t.graph->external_gradient(Tensor(t.graph.get(), t.graph->info(g).gradient_of));
     }
+    // Every tower decides each skip alike: the sums it checks are the same bits.
+    std::optional<LossScaler> scaler;
+    if (calls.loss_scaling) scaler.emplace(*t.graph, *calls.loss_scaling);
     for (const OptimizerCalls::Call& call : calls.calls) {
       std::vector<GradVar> gvs;
       for (const GradVar& gv : call.per_tower[i]) {
         gvs.push_back({Gradient{external.at(gv.grad.dense.id())}, gv.var});
       }
       // Tower 0's optimizer object serves every tower: its slots are kept per graph.
-      updates[i].push_back(call.optimizer->apply_gradients(gvs));
+      updates[i].push_back(scaler ? scaler->apply_gradients(*call.optimizer, gvs)
+                                  : call.optimizer->apply_gradients(gvs));
     }
+    if (scaler) updates[i].push_back(scaler->update());
   }
   return updates;
 }

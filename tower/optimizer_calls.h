@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "../optimizers/replication.h"
@@ -22,6 +23,8 @@ struct OptimizerCalls {
   /// copy, so its calls share their slots as they do on one tower.
   std::map<std::uint64_t, std::unique_ptr<Optimizer>> optimizers;
   std::vector<Call> calls;
+  /// Dynamic loss scaling of every tower's loss, and so of the summed gradients.
+  std::optional<LossScaleOptions> loss_scaling;
 };
 
 /// One tower's replication state, attached to its graph: TowerOptimizer calls
@@ -33,6 +36,7 @@ class TowerReplication final : public Replication {
   int tower() const override { return tower_; }
   int towers() const override { return towers_; }
   float loss_scale() const override { return scale_; }
+  std::optional<LossScaleOptions> loss_scaling() const override { return calls_.loss_scaling; }
   int calls_made() const { return next_; }
 
   /// Tower 0 opens call k with the towers' copy of the wrapper's optimizer

@@ -37,6 +37,14 @@ ModelFn replicate_model_fn(ModelFn model_fn, ReplicateOptions options) {
   return ReplicatedModel{std::move(model_fn), options};
 }
 
+std::optional<LossScaleOptions> loss_scaling_of(const ReplicateOptions& options) {
+  const bool on =
+      options.loss_scaling == LossScaling::Dynamic ||
+      (options.loss_scaling == LossScaling::Auto && options.precision == Precision::F16);
+  if (!on) return std::nullopt;
+  return options.loss_scale;
+}
+
 bool is_replicated(const ModelFn& model_fn) {
   return model_fn.target<ReplicatedModel>() != nullptr;
 }

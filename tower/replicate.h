@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "../optimizers/loss_scaler.h"
 #include "../runtime/vulkan/device.h"
 #include "model_fn.h"
 
@@ -43,6 +44,11 @@ enum class ConsolidationPlacement { Auto, OnTowerDevice, SeparateDevice };
 /// after another), Shared on a GPU. Both give the same bits.
 enum class TowerDevices { Auto, PerTower, Shared };
 
+/// Dynamic loss scaling of the towers' gradients (LossScaler, PyTorch's
+/// GradScaler). Auto: Dynamic under Precision::F16, whose gradients underflow
+/// without it; Off under F32 and BF16 (bf16 has f32's range).
+enum class LossScaling { Auto, Off, Dynamic };
+
 struct ReplicateOptions {
   LossReduction loss_reduction = LossReduction::SumByNonzeroWeights;
   /// Indices into the instance's devices, may repeat and mix GPUs and CPU
@@ -68,6 +74,17 @@ struct ReplicateOptions {
   /// samples' --precision). A half precision on a device without 16-bit
   /// storage buffers is a vkt::Error naming the device.
   Precision precision = Precision::F32;
+  /// Whether the loss is scaled (the samples' --loss-scale): each step's summed
+  /// gradients are checked on the consolidation device and a step holding an
+  /// inf or NaN is skipped on every tower and process (weights and optimizer
+  /// slots unchanged), the scale halved. The scale and its count of good steps
+  /// are variables ("loss_scale/scale", "loss_scale/good_steps"), saved in
+  /// checkpoints. It turns the exchange on even for one tower, since the
+  /// check and the update run on the consolidation device. Not with
+  /// VariableMode::RoundRobin, whose updates are spread over the towers.
+  LossScaling loss_scaling = LossScaling::Auto;
+  /// The scale's first value and growth interval, when scaled.
+  LossScaleOptions loss_scale{};
   /// How every device of the run is made (towers and consolidation); default:
   /// DeviceOptions::from_environment() (VKT_FORCE_STAGING) with cache_dir =
   /// default_cache_dir() (the user's cache directory, VKT_CACHE_DIR=off: none).
@@ -88,6 +105,9 @@ struct ReplicateOptions {
 ///   1}}}}); vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
 ///   spec.run->train_step(features, labels);
 ModelFn replicate_model_fn(ModelFn model_fn, ReplicateOptions options = {});
+
+/// The loss scaling `options` ask for (Auto resolved by the precision), or none.
+std::optional<LossScaleOptions> loss_scaling_of(const ReplicateOptions& options);
 
 /// True when `model_fn` was made by replicate_model_fn.
 bool is_replicated(const ModelFn& model_fn);

@@ -81,7 +81,16 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
   }
   accumulate_ = mode == Mode::Train ? distribution_.accumulate_steps : 1;
   // Replicas record their optimizer calls in every mode; training sums them.
-  const bool replicas = n > 1 || processes() > 1 || accumulate_ > 1;
+  // A scaled loss is checked and its step skipped on the consolidation device,
+  // so it takes that path even on one tower.
+  if (mode == Mode::Train) calls_->loss_scaling = loss_scaling_of(options);
+  if (calls_->loss_scaling && options.variable_mode == VariableMode::RoundRobin) {
+    throw Error(
+        "dynamic loss scaling (--loss-scale dynamic, or fp16 precision) needs one place that "
+        "decides each step's skip: use VariableMode::SharedLocalParameterServer (the default) "
+        "or Mirrored, not RoundRobin, or turn it off (--loss-scale off)");
+  }
+  const bool replicas = n > 1 || processes() > 1 || accumulate_ > 1 || calls_->loss_scaling;
   const float scale = loss_scale(n, mode);
   towers_ = std::make_unique<Towers>(
       root, model_fn, n, mode, params, scale, replicas ? calls_.get() : nullptr, rank(),

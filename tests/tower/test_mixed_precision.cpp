@@ -36,13 +36,16 @@ struct Batches {
 };
 
 /// Every variable after kSteps steps, then the last loss.
+/// Loss scaling is off unless asked for: these runs test the policy alone.
 std::vector<std::vector<float>> train(const Batches& data, int towers, Precision precision,
-                                      vkt::VariableMode mode = {}) {
+                                      vkt::VariableMode mode = {},
+                                      vkt::LossScaling scaling = vkt::LossScaling::Off) {
   vkt::Instance instance;
   const auto replicated = vkt::replicate_model_fn(vkt::test::adam_mlp,
                                                   {.devices = std::vector<std::uint32_t>(towers, 0),
                                                    .variable_mode = mode,
-                                                   .precision = precision});
+                                                   .precision = precision,
+                                                   .loss_scaling = scaling});
   vkt::ModelContext root(instance, {{"x", {{kBatch, kIn}}}}, {{"y", {{kBatch}, vkt::DType::I32}}},
                          {.seed = 9});
   vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
@@ -104,6 +107,11 @@ TEST_CASE(
     const double from_fp32 = relative_distance(fp32, one);
     UNSCOPED_INFO("against fp32: " << from_fp32);
     CHECK(from_fp32 <= u);
+    // With dynamic loss scaling (fp16's default), as close.
+    const double scaled =
+        relative_distance(fp32, train(data, 1, precision, {}, vkt::LossScaling::Dynamic));
+    UNSCOPED_INFO("loss-scaled against fp32: " << scaled);
+    CHECK(scaled <= u);
     CHECK(std::abs(one.back()[0] - fp32.back()[0]) <= u * fp32.back()[0]);
   }
 }

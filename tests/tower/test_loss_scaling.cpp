@@ -1,0 +1,148 @@
+// Dynamic loss scaling on towers (ReplicateOptions::loss_scaling): exactly
+// the unscaled run's bits while nothing overflows, a step with an inf or NaN
+// on one tower skipped on every tower, and a resume across a skip.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <random>
+
+#include <vktower/runtime/vulkan/instance.h>
+#include <vktower/tower/replicate.h>
+#include <vktower/tower/tower_run.h>
+
+#include "../mlp_fixture.h"
+#include "../test_support.h"
+
+using Catch::Matchers::Contains;
+using vkt::HostBatch;
+using vkt::LossScaling;
+using vkt::VariableMode;
+
+namespace {
+
+constexpr std::int64_t kBatch = 12, kIn = 7;
+
+struct Batches {
+  std::vector<HostBatch> xs, ys;
+  /// `steps` batches; batch `poisoned` (if any) has a NaN in its last row,
+  /// which lies in the last tower's shard.
+  explicit Batches(int steps, int poisoned = -1) {
+    std::mt19937 rng(11);
+    for (int s = 0; s < steps; ++s) {
+      auto [x, y] = vkt::test::random_mlp_batch(rng, kBatch, kIn);
+      if (s == poisoned) {
+        x.at("x").f32[kBatch * kIn - 1] = std::numeric_limits<float>::quiet_NaN();
+      }
+      xs.push_back(std::move(x));
+      ys.push_back(std::move(y));
+    }
+  }
+};
+
+/// adam_mlp replicated on `towers` towers of device 0.
+struct Training {
+  Training(int towers, VariableMode mode, LossScaling scaling, std::uint32_t interval = 3)
+      : root(instance, {{"x", {{kBatch, kIn}}}}, {{"y", {{kBatch}, vkt::DType::I32}}},
+             {.seed = 3}) {
+    const auto replicated = vkt::replicate_model_fn(
+        vkt::test::adam_mlp, {.devices = std::vector<std::uint32_t>(towers, 0),
+                              .variable_mode = mode,
+                              .loss_scaling = scaling,
+                              .loss_scale = {.growth_interval = interval}});
+    spec = replicated(root, {}, {}, vkt::Mode::Train, {});
+  }
+  void steps(const Batches& data, int from, int to) {
+    for (int s = from; s < to; ++s) spec.run->train_step(data.xs[s], data.ys[s]);
+  }
+  /// The weights and Adam's slots, of the master and of every tower's graph.
+  std::vector<std::vector<float>> state() {
+    std::vector<std::vector<float>> out;
+    for (const char* layer : {"hidden/kernel", "hidden/bias", "out/kernel", "out/bias"}) {
+      for (const char* slot : {"", "/Adam/m", "/Adam/v"}) {
+        out.push_back(spec.run->variable(std::string(layer) + slot));
+      }
+      for (int i = 0; i < spec.run->towers(); ++i) {
+        vkt::Graph& g = spec.run->tower_graph(i);
+        out.push_back(g.values(*g.find_variable(layer)));
+      }
+    }
+    return out;
+  }
+  float scale() { return spec.run->variable("loss_scale/scale")[0]; }
+  float good_steps() { return spec.run->variable("loss_scale/good_steps")[0]; }
+
+  vkt::Instance instance;
+  vkt::ModelContext root;
+  vkt::EstimatorSpec spec;
+};
+
+}  // namespace
+
+TEST_CASE(
+    "towers under dynamic loss scaling give the unscaled run's bits, and the scale doubles "
+    "every growth interval") {
+  const Batches data(7);
+  for (const int towers : {1, 2}) {
+    for (const auto mode : {VariableMode::SharedLocalParameterServer, VariableMode::Mirrored}) {
+      INFO(towers << " tower(s), variable mode " << static_cast<int>(mode));
+      Training scaled(towers, mode, LossScaling::Dynamic), plain(towers, mode, LossScaling::Off);
+      scaled.steps(data, 0, 7);
+      plain.steps(data, 0, 7);
+      // The scale is a power of two: the summed gradients are the unscaled
+      // ones exactly scaled, and unscaling restores their bits.
+      CHECK(scaled.state() == plain.state());
+      CHECK(scaled.scale() == 65536.0f * 4);  // doubled after steps 3 and 6
+      CHECK(scaled.good_steps() == 1.0f);
+      CHECK(scaled.spec.run->loss() == plain.spec.run->loss());
+    }
+  }
+}
+
+TEST_CASE(
+    "a NaN on one tower skips that step on every tower: weights and Adam's slots unchanged, "
+    "the scale halved") {
+  const Batches data(6, 3);
+  for (const auto mode : {VariableMode::SharedLocalParameterServer, VariableMode::Mirrored}) {
+    INFO("variable mode " << static_cast<int>(mode));
+    Training run(2, mode, LossScaling::Dynamic, 2);
+    run.steps(data, 0, 3);
+    const auto before = run.state();
+    CHECK(run.scale() == 65536.0f * 2);  // doubled after step 2
+    run.steps(data, 3, 4);
+    CHECK(std::isnan(run.spec.run->loss()));
+    CHECK(run.state() == before);
+    CHECK(run.scale() == 65536.0f);
+    CHECK(run.good_steps() == 0.0f);
+    // Training goes on from there.
+    run.steps(data, 4, 6);
+    CHECK(run.state() != before);
+    CHECK(std::isfinite(run.spec.run->loss()));
+    CHECK(run.scale() == 65536.0f * 2);
+  }
+}
+
+TEST_CASE("a resume across a skipped step continues the scale and the weights exactly") {
+  const Batches data(8, 2);
+  vkt::test::TempDir dir;
+  const std::string path = (dir.path / "ckpt.safetensors").string();
+  Training straight(2, VariableMode::SharedLocalParameterServer, LossScaling::Dynamic, 2);
+  straight.steps(data, 0, 4);
+  straight.spec.run->save(path);
+  straight.steps(data, 4, 8);
+  Training resumed(2, VariableMode::SharedLocalParameterServer, LossScaling::Dynamic, 2);
+  resumed.spec.run->restore(path);
+  CHECK(resumed.scale() == 65536.0f);  // halved at step 2, not yet grown again
+  CHECK(resumed.good_steps() == 1.0f);
+  resumed.steps(data, 4, 8);
+  CHECK(resumed.state() == straight.state());
+  CHECK(resumed.scale() == straight.scale());
+  CHECK(resumed.good_steps() == straight.good_steps());
+}
+
+TEST_CASE("dynamic loss scaling with round-robin variables is a clear error") {
+  const std::string error =
+      vkt::test::error_of([] { Training run(2, VariableMode::RoundRobin, LossScaling::Dynamic); });
+  CHECK_THAT(error, Contains("RoundRobin") && Contains("--loss-scale off"));
+}
