@@ -18,7 +18,7 @@
 #include "sample_flags.h"
 
 /// --devices, --model-dir, --steps, --seed, --batch-size, --accumulate, --mpi,
-/// --precision.
+/// --precision, --loss-scale.
 struct SampleFlags {
   std::string devices = "all";
   std::string model_dir{};
@@ -28,6 +28,7 @@ struct SampleFlags {
   int accumulate = 1;
   bool mpi = false;  // join the MPI world even when Open MPI's mpirun did not start us
   std::string precision = "fp32";
+  std::string loss_scale = "auto";
 };
 
 /// Adds the shared flags to `app`, with `flags` holding the sample's defaults.
@@ -54,6 +55,11 @@ inline void add_sample_flags(CLI::App& app, SampleFlags& flags, const char* seed
                  "keep f32 weights, gradients and updates; they need 16-bit storage buffers)")
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  app.add_option("--loss-scale", flags.loss_scale,
+                 "auto|dynamic|off: dynamic loss scaling as PyTorch's GradScaler (a step with an "
+                 "inf or NaN gradient is skipped, the scale halved); auto = dynamic under fp16")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "dynamic", "off"}));
   app.add_flag("--mpi", flags.mpi,
                "one process of an MPI job (a launch by Open MPI's mpirun is noticed without "
                "it); see docs/DISTRIBUTED.md");
@@ -62,6 +68,12 @@ inline void add_sample_flags(CLI::App& app, SampleFlags& flags, const char* seed
 /// ReplicateOptions::precision from --precision.
 inline vkt::Precision precision_of(const SampleFlags& flags) {
   return vkt::parse_precision(flags.precision, "--precision");
+}
+
+/// ReplicateOptions::loss_scaling from --loss-scale (checked by CLI11).
+inline vkt::LossScaling loss_scaling_of(const SampleFlags& flags) {
+  if (flags.loss_scale == "dynamic") return vkt::LossScaling::Dynamic;
+  return flags.loss_scale == "off" ? vkt::LossScaling::Off : vkt::LossScaling::Auto;
 }
 
 /// RunConfig::mpi from the flags: on with --mpi, else detected from the launch.

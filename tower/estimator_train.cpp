@@ -236,11 +236,11 @@ void Estimator::log_layout(TowerRun& run, std::int64_t step_examples) const {
   }
   const int processes = processes_ ? processes_->size() : 1;
   const int towers = run.towers() * processes;
-  detail::log().info("training {} tower{} ({} on {} device{}: {}{}), f32, global batch {}{}",
-                     towers, towers == 1 ? "" : "s", run.towers(), physical.size(),
+  detail::log().info("training {} tower{} ({} on {} device{}: {}{}), {}, global batch {}{}", towers,
+                     towers == 1 ? "" : "s", run.towers(), physical.size(),
                      physical.size() == 1 ? "" : "s", fmt::join(names, ", "),
                      processes == 1 ? "" : fmt::format("; in each of {} processes", processes),
-                     step_examples,
+                     run.precision_description(), step_examples,
                      config_.accumulate_steps == 1
                          ? ""
                          : fmt::format(" ({} micro-batches of {})", config_.accumulate_steps,

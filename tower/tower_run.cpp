@@ -107,6 +107,13 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
   devices_ = all_devices();
 }
 
+std::string TowerRun::precision_description() const {
+  const std::string precision = to_string(options_.precision);
+  if (!calls_->loss_scaling) return precision;
+  return fmt::format("{} with dynamic loss scaling from {}", precision,
+                     calls_->loss_scaling->initial_scale);
+}
+
 int TowerRun::processes() const {
   return distribution_.processes ? distribution_.processes->size() : 1;
 }

@@ -173,6 +173,8 @@ class TowerRun {
   std::size_t tower_command_count(int i) const;
 
   int towers() const;
+  /// "fp32", or e.g. "fp16 with dynamic loss scaling from 65536", for the log.
+  std::string precision_description() const;
   Graph& tower_graph(int i);
   const EstimatorSpec& tower_spec(int i) const;
 

@@ -186,14 +186,16 @@ int main(int argc, char** argv) {
     model.vocab = corpus.vocab_size();
     model.steps = flags.steps;
     const Towers towers = resolve_devices(flags.devices);
-    vkt::Estimator estimator(vkt::replicate_model_fn(gpt_model, {.devices = towers.devices,
-                                                                 .precision = precision_of(flags)}),
-                             {.model_dir = flags.model_dir,
-                              .random_seed = flags.seed,
-                              .log_step_count_steps = eval_every,
-                              .accumulate_steps = flags.accumulate,
-                              .mpi = mpi_setting(flags)},
-                             to_params(model));
+    vkt::Estimator estimator(
+        vkt::replicate_model_fn(gpt_model, {.devices = towers.devices,
+                                            .precision = precision_of(flags),
+                                            .loss_scaling = loss_scaling_of(flags)}),
+        {.model_dir = flags.model_dir,
+         .random_seed = flags.seed,
+         .log_step_count_steps = eval_every,
+         .accumulate_steps = flags.accumulate,
+         .mpi = mpi_setting(flags)},
+        to_params(model));
     check_checkpoint_fits(estimator, corpus, data, model.context);
     const bool chief = estimator.rank() == 0;
     const int processes = processes_of(estimator);

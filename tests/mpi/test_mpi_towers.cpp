@@ -87,6 +87,7 @@ struct Job {
   int accumulate = 1;  // micro-batches per step
   std::optional<vkt::DeviceOptions> device_options{};
   std::size_t bucket_bytes = std::size_t{4} << 20;
+  vkt::LossScaling loss_scaling = vkt::LossScaling::Off;
   /// Set to whether the buckets were exchanged with the backward passes, and how many.
   std::pair<bool, int>* overlapped = nullptr;
 };
@@ -100,6 +101,7 @@ Values train(const Job& job, const vkt::ModelFn& model, const Data& d,
       model, {.devices = std::vector<std::uint32_t>(static_cast<std::size_t>(job.towers), 0),
               .variable_mode = job.mode,
               .bucket_bytes = job.bucket_bytes,
+              .loss_scaling = job.loss_scaling,
               .device_options = job.device_options});
   const int ranks = job.processes ? job.processes->size() : 1;
   const int rank = job.processes ? job.processes->rank() : 0;
@@ -383,4 +385,37 @@ TEST_CASE("processes that built different models stop at start-up, naming the di
   CHECK_THAT(error, Contains("variable 'hidden/kernel' [7, 16]"));
   CHECK_THAT(error, Contains("variable 'hidden/kernel' [7, 17]"));
   CHECK(same_on_every_rank({{static_cast<float>(error.size())}}));  // every rank says it
+}
+
+TEST_CASE(
+    "under dynamic loss scaling a NaN in one rank's slice skips that step on every rank, as on "
+    "one process",
+    "[mpi]") {
+  Data d = data();
+  // The last row of step 5's batch: rank 1's slice, its second tower's shard.
+  d.x[5].at("x").f32[kBatch * kIn - 1] = std::nanf("");
+  std::vector<std::string> names = kMlpValues;
+  names.push_back("loss_scale/scale");
+  names.push_back("loss_scale/good_steps");
+  for (const auto mode :
+       {vkt::VariableMode::SharedLocalParameterServer, vkt::VariableMode::Mirrored}) {
+    INFO("variable mode " << static_cast<int>(mode));
+    Job job{.processes = &world(), .mode = mode, .loss_scaling = vkt::LossScaling::Dynamic};
+    const Values many = train(job, mlp, d, names);
+    job.processes = nullptr;
+    job.towers = 4;
+    const Values one = train(job, mlp, d, names);
+    CHECK(std::isnan(many[5][0]));  // step 5's loss
+    CHECK(same_on_every_rank(many));
+    // Every rank skipped step 5: no NaN reached a weight; the scale halved
+    // once, and 14 good steps followed.
+    const std::size_t at = many.size() - names.size();
+    for (std::size_t v = at; v < many.size(); ++v) {
+      INFO("value " << names[v - at]);
+      for (const float x : many[v]) CHECK(std::isfinite(x));
+      CHECK(norm_relative(many[v], one[v]) <= 1e-6);
+    }
+    CHECK(many[many.size() - 2] == std::vector<float>{32768.0f});
+    CHECK(many.back() == std::vector<float>{14.0f});
+  }
 }
