@@ -59,6 +59,9 @@ LossScaler::LossScaler(Graph& graph, LossScaleOptions options) : options_(option
   scale_ =
       graph.variable("loss_scale/scale", {}, Initializer::constant(options_.initial_scale), false);
   good_steps_ = graph.variable("loss_scale/good_steps", {}, Initializer::zeros(), false);
+  // A run written without loss scaling resumes with it from the initial scale.
+  graph.set_optional_in_checkpoint(scale_);
+  graph.set_optional_in_checkpoint(good_steps_);
 }
 
 Tensor LossScaler::scale(const Tensor& loss) const {

@@ -113,6 +113,16 @@ Tensor Graph::variable(const std::string& name, const Shape& shape, const Initia
   return t;
 }
 
+void Graph::set_optional_in_checkpoint(const Tensor& variable) {
+  const auto found = variable.valid() && &variable.graph() == this
+                         ? variable_index_.find(variable.name())
+                         : variable_index_.end();
+  if (found == variable_index_.end()) {
+    throw Error("set_optional_in_checkpoint: the tensor is not a variable of this graph");
+  }
+  variables_[found->second].optional_in_checkpoint = true;
+}
+
 std::optional<Tensor> Graph::find_variable(const std::string& name) const {
   auto found = variable_index_.find(name);
   if (found == variable_index_.end()) return std::nullopt;

@@ -45,6 +45,9 @@ struct Variable {
   Tensor tensor;
   Initializer initializer;
   bool trainable = true;
+  /// A checkpoint without it still loads; it keeps its initial value (the
+  /// loss scale's state, when a run written without scaling resumes with it).
+  bool optional_in_checkpoint = false;
 };
 
 /// Something a higher layer attaches to a graph (the towers attach their
@@ -108,6 +111,8 @@ class Graph {
   Tensor variable(const std::string& name, const Shape& shape,
                   const Initializer& initializer = Initializer::zeros(), bool trainable = true);
   std::optional<Tensor> find_variable(const std::string& name) const;
+  /// Marks `variable` Variable::optional_in_checkpoint.
+  void set_optional_in_checkpoint(const Tensor& variable);
   /// A gradient of `variable` that the Executor places in its gradient arena
   /// and that something outside the graph writes before each run.
   Tensor external_gradient(const Tensor& variable);

@@ -29,7 +29,7 @@ void check_matches_graph(const std::string& path, std::span<Graph* const> graphs
     for (const Variable& v : graph->variables()) {
       const auto it = entries.find(v.tensor.name());
       if (it == entries.end()) {
-        missing.push_back(v.tensor.name());
+        if (!v.optional_in_checkpoint) missing.push_back(v.tensor.name());
       } else if (it->second.shape != v.tensor.shape()) {
         reshaped.push_back(fmt::format("'{}' is {} in it, {} in the model", v.tensor.name(),
                                        it->second.shape.str(), v.tensor.shape().str()));
@@ -41,7 +41,7 @@ void check_matches_graph(const std::string& path, std::span<Graph* const> graphs
                        [&](const Graph* g) { return g->find_variable(name).has_value(); });
   };
   for (const auto& [name, e] : entries) {
-    if (match == CheckpointMatch::Exact && !in_a_graph(name)) extra.push_back(name);
+    if (match == CheckpointMatch::Exact && !e.optional && !in_a_graph(name)) extra.push_back(name);
   }
   if (missing.empty() && extra.empty() && reshaped.empty()) return;
   // Every difference at debug level; the error itself stays one short line.
@@ -73,7 +73,8 @@ void save_checkpoint(std::span<Graph* const> graphs, std::uint64_t global_step,
   std::vector<detail::CheckpointTensor> tensors;
   for (Graph* graph : graphs) {
     for (const Variable& v : graph->variables()) {
-      tensors.push_back({v.tensor.name(), v.tensor.shape(), graph->values(v.tensor)});
+      tensors.push_back(
+          {v.tensor.name(), v.tensor.shape(), graph->values(v.tensor), v.optional_in_checkpoint});
     }
   }
   write_file_atomically(path, detail::encode_checkpoint(path, tensors, global_step));
@@ -95,6 +96,11 @@ void load_checkpoint(std::span<Graph* const> graphs, const std::string& path,
   // Everything is checked: from here on nothing can refuse the file.
   for (Graph* graph : graphs) {
     for (const Variable& v : graph->variables()) {
+      if (!file.entries().count(v.tensor.name())) {
+        detail::log().info("checkpoint '{}' has no '{}': it keeps its initial value", path,
+                           v.tensor.name());
+        continue;
+      }
       graph->assign(v.tensor, file.values(v.tensor.name()));
     }
     graph->set_global_step(file.global_step());

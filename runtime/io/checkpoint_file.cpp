@@ -253,7 +253,7 @@ CheckpointEntry parse_entry(const std::string& path, const std::string& name, co
 // order; the tensors tile the data section exactly. Two tensors whose offsets
 // were swapped, or a shape edited to another of the same size, break this.
 void check_listing(const std::string& path, const json& meta,
-                   const std::map<std::string, CheckpointEntry>& entries, std::uint64_t data_size) {
+                   std::map<std::string, CheckpointEntry>& entries, std::uint64_t data_size) {
   json listing;
   try {
     listing = json::parse(metadata_string(path, meta, "variables"));
@@ -276,6 +276,13 @@ void check_listing(const std::string& path, const json& meta,
       refuse(path, fmt::format("metadata \"variables\" lists {}, which the header lacks",
                                quoted(name->get<std::string>())));
     }
+    const auto optional = item.find("optional");
+    if (optional != item.end() && !optional->is_boolean()) {
+      refuse(path, fmt::format("metadata \"variables\" gives {} an \"optional\" that is not "
+                               "true or false",
+                               quoted(entry->first)));
+    }
+    entry->second.optional = optional != item.end() && optional->get<bool>();
     if (*shape != json(entry->second.shape.dims())) {
       refuse(path,
              fmt::format("tensor {} is {} in the header but {} in metadata \"variables\"",
@@ -316,6 +323,7 @@ std::vector<char> encode_checkpoint(const std::string& path,
     size += t.values.size() * sizeof(float);
     header[t.name] = {{"dtype", "F32"}, {"shape", t.shape.dims()}, {"data_offsets", {begin, size}}};
     listing.push_back({{"name", t.name}, {"shape", t.shape.dims()}});
+    if (t.optional) listing.back()["optional"] = true;
     data_crc =
         crc32_of({reinterpret_cast<const char*>(t.values.data()), t.values.size() * sizeof(float)},
                  data_crc);

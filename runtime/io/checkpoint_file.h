@@ -12,6 +12,7 @@
 //   "header_crc32"  zlib crc32 of the length field and the header, computed with
 //                   this field's own 8 hex digits read as "00000000"
 //   "variables"     a JSON string listing every tensor's name and shape in data order
+//                   (and "optional": true for a variable a model may lack)
 // Together the two checksums cover every byte of the file. Files of format
 // "vktower" (written before header_crc32 existed) are still read: every header
 // field is cross-checked against the listing and the data, but their header has
@@ -32,6 +33,8 @@ struct CheckpointTensor {
   std::string name;
   Shape shape;
   std::vector<float> values;
+  /// Variable::optional_in_checkpoint: a model without it loads the file too.
+  bool optional = false;
 };
 
 /// The whole file for `tensors` (in this order in the data section) at
@@ -47,6 +50,9 @@ struct CheckpointEntry {
   DType dtype = DType::F32;
   std::uint64_t begin = 0;
   std::uint64_t end = 0;
+  /// Listed "optional" (CheckpointTensor::optional): a graph without it
+  /// still takes the file.
+  bool optional = false;
 };
 
 /// A checkpoint file's bytes, every field checked.

@@ -146,3 +146,28 @@ TEST_CASE("dynamic loss scaling with round-robin variables is a clear error") {
       vkt::test::error_of([] { Training run(2, VariableMode::RoundRobin, LossScaling::Dynamic); });
   CHECK_THAT(error, Contains("RoundRobin") && Contains("--loss-scale off"));
 }
+
+TEST_CASE(
+    "a checkpoint written without loss scaling resumes with it from the initial scale, and one "
+    "written with it resumes without") {
+  const Batches data(6);
+  vkt::test::TempDir dir;
+  const std::string plain_path = (dir.path / "plain.safetensors").string();
+  const std::string scaled_path = (dir.path / "scaled.safetensors").string();
+  Training plain(1, VariableMode::SharedLocalParameterServer, LossScaling::Off);
+  plain.steps(data, 0, 3);
+  plain.spec.run->save(plain_path);
+  Training scaled(1, VariableMode::SharedLocalParameterServer, LossScaling::Dynamic);
+  scaled.spec.run->restore(plain_path);
+  CHECK(scaled.scale() == 65536.0f);
+  CHECK(scaled.good_steps() == 0.0f);
+  scaled.steps(data, 3, 5);
+  CHECK(scaled.good_steps() == 2.0f);
+  scaled.spec.run->save(scaled_path);
+  Training again(1, VariableMode::SharedLocalParameterServer, LossScaling::Off);
+  again.spec.run->restore(scaled_path);
+  CHECK(again.spec.run->global_step() == 5);
+  // Nothing overflowed: the scaled steps were the unscaled ones, bit for bit.
+  plain.steps(data, 3, 5);
+  CHECK(again.state() == plain.state());
+}
