@@ -270,6 +270,118 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "batched matmul of f16 and bf16 (rank 3 and 4, matrices starting mid-word): every "
+    "transpose against a double reference") {
+  constexpr std::int64_t kM = 13, kK = 11, kN = 9;
+  const char* kernels = GENERATE("tiled", "texel");
+  const vkt::test::VariantScope scope(kernels);
+  for (const std::vector<std::int64_t>& lead : {std::vector<std::int64_t>{3}, {2, 3}}) {
+    const std::int64_t batch = lead.size() == 1 ? lead[0] : lead[0] * lead[1];
+    const auto shape = [&](std::int64_t r, std::int64_t c) {
+      std::vector<std::int64_t> dims = lead;
+      dims.push_back(r);
+      dims.push_back(c);
+      return vkt::Shape(dims);
+    };
+    for (const DType half : {DType::F16, DType::BF16}) {
+      const double u = half == DType::F16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+      for (const bool ta : {false, true}) {
+        for (const bool tb : {false, true}) {
+          INFO(kernels << " rank " << lead.size() + 2 << " " << vkt::to_string(half)
+                       << (ta ? " A^T" : "") << (tb ? " B^T" : ""));
+          vkt::Graph g(vkt::test::shared_device());
+          const Tensor a = g.input("a", ta ? shape(kK, kM) : shape(kM, kK), half);
+          const Tensor b = g.input("b", tb ? shape(kN, kK) : shape(kK, kN), half);
+          const Tensor c = vkt::matmul(a, b, ta, tb);
+          CHECK(c.shape() == shape(kM, kN));
+          CHECK(c.dtype() == half);
+          vkt::Executor exec(g, {c});
+          const std::vector<float> av = vkt::from_half(
+              vkt::to_half(vkt::test::random_floats(batch * kM * kK, 6, -2.0f, 2.0f), half), half);
+          const std::vector<float> bv = vkt::from_half(
+              vkt::to_half(vkt::test::random_floats(batch * kK * kN, 7, -2.0f, 2.0f), half), half);
+          exec.feed("a", av);
+          exec.feed("b", bv);
+          exec.run();
+          const std::vector<float> got = exec.read(c);
+          std::int64_t outside = 0;
+          for (std::int64_t z = 0; z < batch; ++z) {
+            const std::size_t a0 = static_cast<std::size_t>(z * kM * kK);
+            const std::size_t b0 = static_cast<std::size_t>(z * kK * kN);
+            const auto c0 = got.begin() + z * kM * kN;
+            outside += outside_half_product(
+                std::vector<float>(c0, c0 + kM * kN), kM, kK, kN, u,
+                [&](std::int64_t i, std::int64_t k) -> double {
+                  return av[a0 + static_cast<std::size_t>(ta ? k * kM + i : i * kK + k)];
+                },
+                [&](std::int64_t k, std::int64_t j) -> double {
+                  return bv[b0 + static_cast<std::size_t>(tb ? j * kK + k : k * kN + j)];
+                });
+          }
+          CHECK(outside == 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE(
+    "under the fp16 policy a batched f32 product runs in half, and its gradients are the "
+    "double reference's within the half rounding") {
+  constexpr std::int64_t kB = 3, kM = 5, kK = 7, kN = 6;
+  const char* kernels = GENERATE("tiled", "texel");
+  const vkt::test::VariantScope scope(kernels);
+  const double u = std::ldexp(1.0, -11);
+  vkt::Graph g(vkt::test::shared_device(), {.precision = vkt::Precision::F16});
+  const Tensor x = g.input("x", {kB, kM, kK});
+  const Tensor w = g.input("w", {kB, kK, kN});
+  const std::vector<float> cv = vkt::test::random_floats(kB * kM * kN, 8);
+  const Tensor y = vkt::matmul(x, w);
+  CHECK(y.dtype() == DType::F32);
+  // Both operands go to f16 first.
+  std::int64_t operand_casts = 0;
+  for (const vkt::Node& node : g.nodes()) {
+    const bool reads_operand =
+        node.inputs.size() == 1 && (node.inputs[0].id() == x.id() || node.inputs[0].id() == w.id());
+    operand_casts +=
+        reads_operand && node.op->type() == "cast" && node.output.dtype() == DType::F16;
+  }
+  CHECK(operand_casts == 2);
+  const Tensor loss = vkt::reduce_sum(y * g.constant({kB, kM, kN}, cv));
+  const std::vector<vkt::Gradient> grads = vkt::gradients(loss, {x, w});
+  vkt::Executor exec(g, {grads[0].dense, grads[1].dense});
+  const std::vector<float> xv = vkt::test::random_floats(kB * kM * kK, 9);
+  const std::vector<float> wv = vkt::test::random_floats(kB * kK * kN, 10);
+  exec.feed("x", xv);
+  exec.feed("w", wv);
+  exec.run();
+  const std::vector<float> dx = exec.read(grads[0].dense), dw = exec.read(grads[1].dense);
+  const auto rounded = [](const std::vector<float>& v) {
+    return vkt::from_half(vkt::to_half(v, DType::F16), DType::F16);
+  };
+  const std::vector<float> xh = rounded(xv), wh = rounded(wv), ch = rounded(cv);
+  std::int64_t outside = 0;
+  for (std::int64_t z = 0; z < kB; ++z) {
+    const auto at = [z](const std::vector<float>& v, std::int64_t per, std::int64_t i) -> double {
+      return v[static_cast<std::size_t>(z * per + i)];
+    };
+    const auto slice = [z](const std::vector<float>& v, std::int64_t per) {
+      return std::vector<float>(v.begin() + z * per, v.begin() + (z + 1) * per);
+    };
+    // dx[i, k] = sum over j of c[i, j] w[k, j]; dw[k, j] = sum over i of x[i, k] c[i, j].
+    outside += outside_half_product(
+        slice(dx, kM * kK), kM, kN, kK, u,
+        [&](std::int64_t i, std::int64_t j) { return at(ch, kM * kN, i * kN + j); },
+        [&](std::int64_t j, std::int64_t k) { return at(wh, kK * kN, k * kN + j); });
+    outside += outside_half_product(
+        slice(dw, kK * kN), kK, kM, kN, u,
+        [&](std::int64_t k, std::int64_t i) { return at(xh, kM * kK, i * kK + k); },
+        [&](std::int64_t i, std::int64_t j) { return at(ch, kM * kN, i * kN + j); });
+  }
+  CHECK(outside == 0);
+}
+
 TEST_CASE("half tensors: the errors a user meets name the op, the types and the fix") {
   vkt::Graph g(vkt::test::shared_device());
   const Tensor x = g.input("x", {4, 4});
@@ -280,6 +392,15 @@ TEST_CASE("half tensors: the errors a user meets name the op, the types and the 
   CHECK_THAT(mixed, Contains("f16") && Contains("bf16") && Contains("cast"));
   const std::string mixed_f32 = vkt::test::error_of([&] { vkt::matmul(h, x); });
   CHECK_THAT(mixed_f32, Contains("f16") && Contains("f32"));
+  const std::string ranks = vkt::test::error_of([&] {
+    vkt::matmul(vkt::cast(g.input("x3", {2, 4, 4}), DType::F16), h);
+  });
+  CHECK_THAT(ranks, Contains("one rank") && Contains("[2, 4, 4]"));
+  const std::string batches = vkt::test::error_of([&] {
+    vkt::matmul(vkt::cast(g.input("b2", {2, 4, 4}), DType::F16),
+                vkt::cast(g.input("b3", {3, 4, 4}), DType::F16));
+  });
+  CHECK_THAT(batches, Contains("batch dimensions differ"));
   const std::string ints =
       vkt::test::error_of([&] { vkt::cast(g.input("i", {4}, DType::I32), DType::F16); });
   CHECK_THAT(ints, Contains("i32") && Contains("labels"));

@@ -199,10 +199,10 @@ MatmulVariant matmul_variant(const Device& device) {
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
   if (a.valid() && b.valid() && a.dtype() == DType::F32 && b.dtype() == DType::F32 &&
       &a.graph() == &b.graph()) {
-    // The graph's precision policy: f32 matrices multiply in the half type
-    // (batched products stay f32: the half kernel takes matrices).
+    // The graph's precision policy: f32 matrices (and batches of them, one
+    // rank) multiply in the half type.
     if (const DType half = compute_dtype(a.graph().options().precision);
-        is_half(half) && a.shape().rank() == 2 && b.shape().rank() == 2) {
+        is_half(half) && a.shape().rank() >= 2 && a.shape().rank() == b.shape().rank()) {
       return cast(matmul(cast(a, half), cast(b, half), transpose_a, transpose_b), DType::F32);
     }
   }

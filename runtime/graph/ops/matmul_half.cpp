@@ -9,6 +9,7 @@
 #include "cast.h"
 #include "kernel_util.h"
 #include "matmul.h"
+#include "shape_ops.h"
 
 namespace vkt {
 namespace {
@@ -31,16 +32,19 @@ class HalfMatmulOp final : public Op {
   bool takes_half() const override { return true; }
 
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
-    const auto m = static_cast<std::uint32_t>(out.shape()[0]);
-    const auto n = static_cast<std::uint32_t>(out.shape()[1]);
-    const auto k = static_cast<std::uint32_t>(in[0].shape()[ta_ ? 0 : 1]);
+    // [M, N], or [batch, M, N]: one workgroup layer per matrix.
+    const int r = out.shape().rank();
+    const auto batch = static_cast<std::uint32_t>(r == 3 ? out.shape()[0] : 1);
+    const auto m = static_cast<std::uint32_t>(out.shape()[r - 2]);
+    const auto n = static_cast<std::uint32_t>(out.shape()[r - 1]);
+    const auto k = static_cast<std::uint32_t>(in[0].shape()[ta_ ? r - 2 : r - 1]);
     const Kernel& kernel = ctx.device().kernel(
         {.shader = "matmul_half",
          .constants = {SpecConstant::u32(0, out.dtype() == DType::F16 ? 1u : 2u),
                        SpecConstant::u32(1, ta_ ? 1u : 0u), SpecConstant::u32(2, tb_ ? 1u : 0u)}});
     ctx.stream().dispatch(kernel, {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(out)},
                           HalfMatmulPush{m, n, k},
-                          Groups{(n + kTile - 1) / kTile, (m + kTile - 1) / kTile, 1});
+                          Groups{(n + kTile - 1) / kTile, (m + kTile - 1) / kTile, batch});
   }
 
   std::vector<Gradient> gradient(std::span<const Tensor> in, const Tensor&,
@@ -75,14 +79,37 @@ Tensor matmul_detail::half_matmul(const Tensor& a, const Tensor& b, bool transpo
         "{} ({}) does not offer; compute in f32 there",
         what, to_string(a.dtype()), device.index, device.name));
   }
-  if (a.shape().rank() != 2 || b.shape().rank() != 2) {
+  const Shape& sa = a.shape();
+  const Shape& sb = b.shape();
+  const int r = sa.rank();
+  if (r < 2 || r != sb.rank()) {
     throw Error(fmt::format(
-        "{}: {} matmul takes matrices (rank 2), got {} x {}; reshape them, or cast to f32 for "
-        "batched products",
-        what, to_string(a.dtype()), a.shape().str(), b.shape().str()));
+        "{}: {} matmul takes operands of one rank, 2 or more (matrices, or batches of them), "
+        "got {} x {}; reshape them",
+        what, to_string(a.dtype()), sa.str(), sb.str()));
   }
-  const std::int64_t m = a.shape()[transpose_a ? 1 : 0], ka = a.shape()[transpose_a ? 0 : 1];
-  const std::int64_t kb = b.shape()[transpose_b ? 1 : 0], n = b.shape()[transpose_b ? 0 : 1];
+  std::int64_t batch = 1;
+  for (int i = 0; i < r - 2; ++i) {
+    if (sa[i] != sb[i]) {
+      throw Error(fmt::format(
+          "{}: the batch dimensions differ: {} x {}; both operands need the same leading {} "
+          "dimensions",
+          what, sa.str(), sb.str(), r - 2));
+    }
+    batch *= sa[i];
+  }
+  if (r >= 4) {
+    // The leading batch axes ([B, H, T, D] in attention) fold into one: views.
+    const Tensor c =
+        half_matmul(reshape(a, Shape{batch, sa[r - 2], sa[r - 1]}),
+                    reshape(b, Shape{batch, sb[r - 2], sb[r - 1]}), transpose_a, transpose_b, what);
+    std::vector<std::int64_t> dims = sa.dims();
+    dims[r - 2] = c.shape()[1];
+    dims[r - 1] = c.shape()[2];
+    return reshape(c, Shape(dims));
+  }
+  const std::int64_t m = sa[transpose_a ? r - 1 : r - 2], ka = sa[transpose_a ? r - 2 : r - 1];
+  const std::int64_t kb = sb[transpose_b ? r - 1 : r - 2], n = sb[transpose_b ? r - 2 : r - 1];
   if (ka != kb) {
     throw Error(fmt::format(
         "{}: inner dimensions differ: {}{} x {}{} ({} vs {}); the columns of the left operand "
@@ -98,8 +125,16 @@ Tensor matmul_detail::half_matmul(const Tensor& a, const Tensor& b, bool transpo
     return cast(f32_matmul(cast(a, DType::F32), cast(b, DType::F32), transpose_a, transpose_b),
                 a.dtype());
   }
+  // Vulkan's least maxComputeWorkGroupCount[2]: every device dispatches that many layers.
+  constexpr std::int64_t layers = 65535;
+  if (batch > layers) {
+    throw Error(fmt::format(
+        "{}: {} matrices in one batched {} matmul, more than the {} the device dispatches at "
+        "once; split the batch",
+        what, batch, to_string(a.dtype()), layers));
+  }
   return a.graph().add_node(std::make_unique<HalfMatmulOp>(transpose_a, transpose_b), {a, b},
-                            Shape{m, n}, a.dtype());
+                            r == 3 ? Shape{batch, m, n} : Shape{m, n}, a.dtype());
 }
 
 }  // namespace vkt
