@@ -14,6 +14,13 @@
     return r_;             \
   }
 
+#include "half.glsl"
+
+// v rounded to the nearest value of a half type (1 f16, 2 bf16), kept f32.
+float round_half(uint type, float v) {
+  return uintBitsToFloat(to_f32_bits(type, from_f32_bits(type, floatBitsToUint(v))));
+}
+
 // Unary op `op` of v; alpha is its parameter (leaky_relu slope, elu alpha, pow
 // exponent).
 float unary_op(uint op, float v, float alpha) {
@@ -34,6 +41,8 @@ float unary_op(uint op, float v, float alpha) {
     case 13: return softplus(v);
     case 14: return sign(v);
     case 16: return gelu_erf(v);
+    case 17: return round_half(1u, v);
+    case 18: return round_half(2u, v);
     default: return v;  // 15: identity
   }
 }

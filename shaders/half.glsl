@@ -4,6 +4,9 @@
 // nearest, ties to even; overflow to infinity; subnormals kept; NaN stays a
 // quiet NaN. runtime/graph/half.cpp is the same on the host.
 
+#ifndef HALF_GLSL
+#define HALF_GLSL
+
 uint f32_to_f16_bits(uint x) {
   uint sign = (x >> 16) & 0x8000u;
   uint e = (x >> 23) & 0xffu, m = x & 0x7fffffu;
@@ -48,3 +51,5 @@ uint bf16_bits_to_f32(uint h) { return h << 16; }
 // Type codes, as the specialization constants that name them: 0 f32, 1 f16, 2 bf16.
 uint to_f32_bits(uint code, uint h) { return code == 1u ? f16_bits_to_f32(h) : bf16_bits_to_f32(h); }
 uint from_f32_bits(uint code, uint x) { return code == 1u ? f32_to_f16_bits(x) : f32_to_bf16_bits(x); }
+
+#endif  // HALF_GLSL

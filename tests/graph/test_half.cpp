@@ -339,13 +339,15 @@ TEST_CASE(
   const std::vector<float> cv = vkt::test::random_floats(kB * kM * kN, 8);
   const Tensor y = vkt::matmul(x, w);
   CHECK(y.dtype() == DType::F32);
-  // Both operands go to f16 first.
+  // Both operands go to f16 first: cast (the half kernel), or rounded in
+  // place (the texel kernel).
   std::int64_t operand_casts = 0;
   for (const vkt::Node& node : g.nodes()) {
     const bool reads_operand =
         node.inputs.size() == 1 && (node.inputs[0].id() == x.id() || node.inputs[0].id() == w.id());
-    operand_casts +=
-        reads_operand && node.op->type() == "cast" && node.output.dtype() == DType::F16;
+    const bool to_half = (node.op->type() == "cast" && node.output.dtype() == DType::F16) ||
+                         node.op->type() == "round_f16";
+    operand_casts += reads_operand && to_half;
   }
   CHECK(operand_casts == 2);
   const Tensor loss = vkt::reduce_sum(y * g.constant({kB, kM, kN}, cv));
@@ -380,6 +382,61 @@ TEST_CASE(
         [&](std::int64_t i, std::int64_t j) { return at(ch, kM * kN, i * kN + j); });
   }
   CHECK(outside == 0);
+}
+
+TEST_CASE(
+    "on the texel kernel the policy rounds in place: the bits of the explicit casts around a "
+    "half product, forward and backward") {
+  constexpr std::int64_t kM = 9, kK = 14, kN = 11;
+  const vkt::test::VariantScope scope("texel");
+  for (const DType half : {DType::F16, DType::BF16}) {
+    INFO(vkt::to_string(half));
+    const vkt::Precision precision =
+        half == DType::F16 ? vkt::Precision::F16 : vkt::Precision::BF16;
+    vkt::Graph g(vkt::test::shared_device(), {.precision = precision});
+    const Tensor x = g.input("x", {kM, kK});
+    const Tensor w = g.input("w", {kN, kK});
+    const Tensor c = g.constant({kM, kN}, vkt::test::random_floats(kM * kN, 12));
+    const Tensor policy = vkt::matmul(x, w, false, true);  // round_to_half, f32 texel, round
+    // Half tensors through the half path (cast, texel kernel, cast).
+    const Tensor casts =
+        vkt::cast(vkt::matmul(vkt::cast(x, half), vkt::cast(w, half), false, true), DType::F32);
+    const std::vector<vkt::Gradient> gp = vkt::gradients(vkt::reduce_sum(policy * c), {x, w});
+    const std::vector<vkt::Gradient> gc = vkt::gradients(vkt::reduce_sum(casts * c), {x, w});
+    vkt::Executor exec(g, {policy, casts, gp[0].dense, gp[1].dense, gc[0].dense, gc[1].dense});
+    // Values that round: most below the half types' resolution, one past
+    // f16's range, one in its subnormals.
+    std::vector<float> xv = vkt::test::random_floats(kM * kK, 13, -3.0f, 3.0f);
+    xv[0] = 70000.0f;
+    xv[1] = 1e-6f;
+    exec.feed("x", xv);
+    exec.feed("w", vkt::test::random_floats(kN * kK, 14, -3.0f, 3.0f));
+    exec.run();
+    const auto bits = [](const std::vector<float>& v) {
+      std::vector<std::uint32_t> out;
+      for (const float f : v) out.push_back(std::bit_cast<std::uint32_t>(f));
+      return out;
+    };
+    CHECK(bits(exec.read(policy)) == bits(exec.read(casts)));
+    CHECK(bits(exec.read(gp[0].dense)) == bits(exec.read(gc[0].dense)));
+    CHECK(bits(exec.read(gp[1].dense)) == bits(exec.read(gc[1].dense)));
+
+    // round_to_half alone (the products' own rounding hides its gradient
+    // above): x rounded, and dy rounded on the way back, as the host does.
+    vkt::Graph f(vkt::test::shared_device());
+    const Tensor v = f.input("v", {kM, kK});
+    const std::vector<float> cv = vkt::test::random_floats(kM * kK, 15);
+    const Tensor r = vkt::round_to_half(v, half);
+    const vkt::Gradient dv = vkt::gradients(vkt::reduce_sum(r * f.constant({kM, kK}, cv)), {v})[0];
+    vkt::Executor round_exec(f, {r, dv.dense});
+    round_exec.feed("v", xv);
+    round_exec.run();
+    const auto host = [half](const std::vector<float>& values) {
+      return vkt::from_half(vkt::to_half(values, half), half);
+    };
+    CHECK(bits(round_exec.read(r)) == bits(host(xv)));
+    CHECK(bits(round_exec.read(dv.dense)) == bits(host(cv)));
+  }
 }
 
 TEST_CASE("half tensors: the errors a user meets name the op, the types and the fix") {

@@ -49,10 +49,12 @@ std::vector<std::vector<float>> train(const Batches& data, int towers, Precision
   vkt::ModelContext root(instance, {{"x", {{kBatch, kIn}}}}, {{"y", {{kBatch}, vkt::DType::I32}}},
                          {.seed = 9});
   vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
-  // The policy reached the towers: their products' operands are cast to the half type.
+  // The policy reached the towers: their products' operands are cast to the
+  // half type (or, on the texel kernel, rounded to it in place).
   std::int64_t half_casts = 0;
   for (const vkt::Node& node : spec.run->tower_graph(towers - 1).nodes()) {
-    half_casts += node.op->type() == "cast" && node.output.dtype() != vkt::DType::F32;
+    half_casts += (node.op->type() == "cast" && node.output.dtype() != vkt::DType::F32) ||
+                  node.op->type().rfind("round_", 0) == 0;
   }
   CHECK((half_casts > 0) == (precision != Precision::F32));
   for (int s = 0; s < kSteps; ++s) spec.run->train_step(data.xs[s], data.ys[s]);

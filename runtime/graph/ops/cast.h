@@ -15,4 +15,10 @@ namespace vkt {
 ///   vkt::Tensor loss = vkt::reduce_sum(vkt::cast(y, vkt::DType::F32));
 Tensor cast(const Tensor& x, DType dtype);
 
+/// f32 x rounded to the nearest value of the half type `half`, kept f32: the
+/// bits of cast(cast(x, half), DType::F32) in one elementwise op (which fuses
+/// into elementwise chains), its gradient dy rounded the same way. What the
+/// precision policy runs on devices whose matmuls take the f32 texel kernel.
+Tensor round_to_half(const Tensor& x, DType half);
+
 }  // namespace vkt

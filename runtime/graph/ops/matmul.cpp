@@ -203,6 +203,17 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
     // rank) multiply in the half type.
     if (const DType half = compute_dtype(a.graph().options().precision);
         is_half(half) && a.shape().rank() >= 2 && a.shape().rank() == b.shape().rank()) {
+      if (matmul_variant(a.graph().device()) == MatmulVariant::Texel) {
+        // The half product where matmuls take the f32 texel kernel (CPU
+        // devices) is that kernel on operands widened from half and one
+        // rounding (matmul_half.cpp): the same bits with the operands and
+        // the product rounded in place, three elementwise ops instead of
+        // six casts, and no half tensor.
+        return round_to_half(
+            matmul_detail::f32_matmul(round_to_half(a, half), round_to_half(b, half), transpose_a,
+                                      transpose_b),
+            half);
+      }
       return cast(matmul(cast(a, half), cast(b, half), transpose_a, transpose_b), DType::F32);
     }
   }

@@ -4,6 +4,7 @@
 
 #include "../../vulkan/error.h"
 #include "../graph.h"
+#include "cast.h"
 #include "elementwise.h"
 #include "kernel_util.h"
 
@@ -28,13 +29,16 @@ enum class UnaryKind : std::uint32_t {
   Softplus,
   Sign,
   Identity,
-  GeluErf
+  GeluErf,
+  RoundF16,
+  RoundBF16
 };
 
 const char* name_of(UnaryKind k) {
-  static const char* names[] = {"neg",  "abs",      "exp",        "log",      "sqrt",    "square",
-                                "pow",  "relu",     "leaky_relu", "elu",      "gelu",    "sigmoid",
-                                "tanh", "softplus", "sign",       "identity", "gelu_erf"};
+  static const char* names[] = {"neg",      "abs",      "exp",       "log",        "sqrt",
+                                "square",   "pow",      "relu",      "leaky_relu", "elu",
+                                "gelu",     "sigmoid",  "tanh",      "softplus",   "sign",
+                                "identity", "gelu_erf", "round_f16", "round_bf16"};
   return names[static_cast<int>(k)];
 }
 
@@ -42,6 +46,8 @@ struct UnaryPush {
   std::uint32_t n;
   float alpha;
 };
+
+Tensor unary(UnaryKind kind, const Tensor& x, float alpha = 0.0f);
 
 class UnaryGradOp final : public Op {
  public:
@@ -92,6 +98,11 @@ class UnaryOp final : public Op {
         return {Gradient{dy}};
       case UnaryKind::Neg:
         return {Gradient{neg(dy)}};
+      case UnaryKind::RoundF16:
+      case UnaryKind::RoundBF16:
+        // As cast's: the gradient of cast(cast(x, half), f32) is dy cast
+        // through the half type the same way.
+        return {Gradient{unary(kind_, dy)}};
       default:
         break;
     }
@@ -112,7 +123,7 @@ class UnaryOp final : public Op {
   float alpha_;
 };
 
-Tensor unary(UnaryKind kind, const Tensor& x, float alpha = 0.0f) {
+Tensor unary(UnaryKind kind, const Tensor& x, float alpha) {
   if (!x.valid()) throw Error(fmt::format("{}: the input tensor is empty", name_of(kind)));
   if (x.dtype() != DType::F32) {
     throw Error(fmt::format("{}: input '{}' {}; elementwise ops take f32", name_of(kind), x.name(),
@@ -173,6 +184,14 @@ Tensor identity(const Tensor& x) {
 }
 Tensor operator-(const Tensor& a) {
   return neg(a);
+}
+
+Tensor round_to_half(const Tensor& x, DType half) {
+  if (!is_half(half)) {
+    throw Error(fmt::format("round_to_half: {} is not a half type; give vkt::DType::F16 or BF16",
+                            to_string(half)));
+  }
+  return unary(half == DType::F16 ? UnaryKind::RoundF16 : UnaryKind::RoundBF16, x);
 }
 
 }  // namespace vkt
