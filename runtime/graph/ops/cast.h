@@ -19,6 +19,7 @@ Tensor cast(const Tensor& x, DType dtype);
 /// bits of cast(cast(x, half), DType::F32) in one elementwise op (which fuses
 /// into elementwise chains), its gradient dy rounded the same way. What the
 /// precision policy runs on devices whose matmuls take the f32 texel kernel.
+/// An x that is already such a rounding to `half` is returned as it is.
 Tensor round_to_half(const Tensor& x, DType half);
 
 }  // namespace vkt

@@ -191,7 +191,14 @@ Tensor round_to_half(const Tensor& x, DType half) {
     throw Error(fmt::format("round_to_half: {} is not a half type; give vkt::DType::F16 or BF16",
                             to_string(half)));
   }
-  return unary(half == DType::F16 ? UnaryKind::RoundF16 : UnaryKind::RoundBF16, x);
+  const UnaryKind kind = half == DType::F16 ? UnaryKind::RoundF16 : UnaryKind::RoundBF16;
+  // Rounding is idempotent: a value already rounded to `half` (the policy's
+  // operands, met again by the gradients' products) is returned as it is.
+  if (x.valid() && x.graph().info(x).kind == TensorKind::Op &&
+      x.graph().nodes()[x.graph().info(x).node].op->type() == name_of(kind)) {
+    return x;
+  }
+  return unary(kind, x);
 }
 
 }  // namespace vkt
