@@ -43,19 +43,23 @@ bool power_of_two(float x) {
 
 }  // namespace
 
-LossScaler::LossScaler(Graph& graph, LossScaleOptions options) : options_(options) {
-  if (!power_of_two(options_.initial_scale)) {
+void check_loss_scale_options(const LossScaleOptions& options) {
+  if (!power_of_two(options.initial_scale)) {
     throw Error(fmt::format(
         "the initial loss scale {} is not a power of two; give one (65536, PyTorch's default), so "
         "that scaling and unscaling the gradients are exact",
-        options_.initial_scale));
+        options.initial_scale));
   }
-  if (options_.growth_interval < 1 || options_.growth_interval > (1u << 24)) {
+  if (options.growth_interval < 1 || options.growth_interval > (1u << 24)) {
     throw Error(fmt::format(
         "the loss scale's growth interval is {}; give 1 to 16777216 good steps (2000, PyTorch's "
         "default)",
-        options_.growth_interval));
+        options.growth_interval));
   }
+}
+
+LossScaler::LossScaler(Graph& graph, LossScaleOptions options) : options_(options) {
+  check_loss_scale_options(options_);
   scale_ =
       graph.variable("loss_scale/scale", {}, Initializer::constant(options_.initial_scale), false);
   good_steps_ = graph.variable("loss_scale/good_steps", {}, Initializer::zeros(), false);

@@ -19,6 +19,10 @@ struct LossScaleOptions {
   std::uint32_t growth_interval = 2000;
 };
 
+/// Throws vkt::Error unless `options` are usable: an initial scale that is a
+/// power of two, a growth interval of 1 to 2^24 steps.
+void check_loss_scale_options(const LossScaleOptions& options);
+
 /// Dynamic loss scaling, as torch.cuda.amp.GradScaler: the loss is multiplied
 /// by a scale before the backward pass, so that small gradients survive half
 /// precision; each optimizer call's update first checks its gradients on the

@@ -84,6 +84,7 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
   // A scaled loss is checked and its step skipped on the consolidation device,
   // so it takes that path even on one tower.
   if (mode == Mode::Train) calls_->loss_scaling = loss_scaling_of(options);
+  if (calls_->loss_scaling) check_loss_scale_options(*calls_->loss_scaling);
   if (calls_->loss_scaling && options.variable_mode == VariableMode::RoundRobin) {
     throw Error(
         "dynamic loss scaling (--loss-scale dynamic, or fp16 precision) needs one place that "

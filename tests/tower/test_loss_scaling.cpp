@@ -41,11 +41,14 @@ struct Batches {
   }
 };
 
-/// adam_mlp replicated on `towers` towers of device 0.
+/// adam_mlp replicated on `towers` towers of device 0, `accumulate`
+/// micro-batches a step.
 struct Training {
-  Training(int towers, VariableMode mode, LossScaling scaling, std::uint32_t interval = 3)
+  Training(int towers, VariableMode mode, LossScaling scaling, std::uint32_t interval = 3,
+           int accumulate = 1)
       : root(instance, {{"x", {{kBatch, kIn}}}}, {{"y", {{kBatch}, vkt::DType::I32}}},
              {.seed = 3}) {
+    root.set_distribution({.accumulate_steps = accumulate});
     const auto replicated = vkt::replicate_model_fn(
         vkt::test::adam_mlp, {.devices = std::vector<std::uint32_t>(towers, 0),
                               .variable_mode = mode,
@@ -100,6 +103,18 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("accumulated micro-batches under dynamic loss scaling give the unscaled run's bits") {
+  const Batches data(8);
+  Training scaled(2, VariableMode::SharedLocalParameterServer, LossScaling::Dynamic, 3, 2);
+  Training plain(2, VariableMode::SharedLocalParameterServer, LossScaling::Off, 3, 2);
+  scaled.steps(data, 0, 8);
+  plain.steps(data, 0, 8);
+  CHECK(scaled.spec.run->global_step() == 4);
+  CHECK(scaled.state() == plain.state());
+  CHECK(scaled.scale() == 65536.0f * 2);  // 4 steps: doubled after the third
+  CHECK(scaled.good_steps() == 1.0f);
+}
+
 TEST_CASE(
     "a NaN on one tower skips that step on every tower: weights and Adam's slots unchanged, "
     "the scale halved") {
@@ -141,10 +156,13 @@ TEST_CASE("a resume across a skipped step continues the scale and the weights ex
   CHECK(resumed.good_steps() == straight.good_steps());
 }
 
-TEST_CASE("dynamic loss scaling with round-robin variables is a clear error") {
+TEST_CASE("dynamic loss scaling with round-robin variables, or a bad scale, is a clear error") {
   const std::string error =
       vkt::test::error_of([] { Training run(2, VariableMode::RoundRobin, LossScaling::Dynamic); });
   CHECK_THAT(error, Contains("RoundRobin") && Contains("--loss-scale off"));
+  const std::string interval =
+      vkt::test::error_of([] { Training run(1, VariableMode::Mirrored, LossScaling::Dynamic, 0); });
+  CHECK_THAT(interval, Contains("growth interval is 0"));
 }
 
 TEST_CASE(

@@ -110,10 +110,12 @@ TEST_CASE(
     UNSCOPED_INFO("against fp32: " << from_fp32);
     CHECK(from_fp32 <= u);
     // With dynamic loss scaling (fp16's default), as close.
-    const double scaled =
-        relative_distance(fp32, train(data, 1, precision, {}, vkt::LossScaling::Dynamic));
-    UNSCOPED_INFO("loss-scaled against fp32: " << scaled);
-    CHECK(scaled <= u);
+    if (precision == Precision::F16) {
+      const double scaled =
+          relative_distance(fp32, train(data, 1, precision, {}, vkt::LossScaling::Dynamic));
+      UNSCOPED_INFO("loss-scaled against fp32: " << scaled);
+      CHECK(scaled <= u);
+    }
     CHECK(std::abs(one.back()[0] - fp32.back()[0]) <= u * fp32.back()[0]);
   }
 }
