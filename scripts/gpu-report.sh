@@ -151,6 +151,7 @@ else
   bench cnn 60 vkt-bench-cnn --towers 1,2,4 --steps 50 --torch-steps 100 --torch-device cuda
   bench gpt 60 vkt-bench-gpt --towers 1,2,4 --batch 64 --context 128 --steps 20 --torch-steps 20 --rounds 2 --torch-device cuda
   FIGURE_SUFFIX=_bf16 bench gpt-bf16 60 vkt-bench-gpt --towers 1 --batch 64 --context 128 --steps 20 --torch-steps 20 --rounds 2 --torch-device cuda --precision bf16 --no-profile
+  FIGURE_SUFFIX=_fp16 bench gpt-fp16 60 vkt-bench-gpt --towers 1 --batch 64 --context 128 --steps 20 --torch-steps 20 --rounds 2 --torch-device cuda --precision fp16 --no-profile
   FIGURE_SUFFIX=_batch256 bench cnn-256 60 vkt-bench-cnn --towers 1,2,4 --batch 256 --steps 30 --torch-steps 50 --torch-device cuda --no-kernels
   bench towers 90 vkt-bench-towers --towers 1,2,4 --steps 30 --paths staged --tower-devices both
   bench step-overhead 40 vkt-bench-step-overhead
