@@ -296,7 +296,9 @@ std::vector<std::shared_ptr<TrainingHook>> Estimator::training_hooks(const Built
                                                                      std::int64_t step_examples) {
   std::vector<std::shared_ptr<TrainingHook>> hooks = b.hooks;
   hooks.insert(hooks.end(), spec.hooks.begin(), spec.hooks.end());
-  hooks.push_back(std::make_shared<NanLossHook>());
+  // A loss-scaled run skips a step with an inf or NaN loss and goes on.
+  constexpr std::uint32_t kSkipsInARow = 30;  // the scale halved 30 times: 2^16 -> 2^-14
+  hooks.push_back(std::make_shared<NanLossHook>(b.run->scales_loss() ? kSkipsInARow : 0));
   if (config_.log_step_count_steps > 0) {
     hooks.push_back(std::make_shared<LoggingHook>(config_.log_step_count_steps, step_examples,
                                                   [this](const StepRate& r) {

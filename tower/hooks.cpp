@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "../runtime/vulkan/detail/log.h"
 #include "../runtime/vulkan/error.h"
 
 namespace vkt {
@@ -31,7 +32,25 @@ void LoggingHook::after_step(std::uint64_t global_step, float loss) {
 }
 
 void NanLossHook::after_step(std::uint64_t global_step, float loss) {
-  if (std::isfinite(loss)) return;
+  if (std::isfinite(loss)) {
+    in_a_row_ = 0;
+    return;
+  }
+  if (skips_allowed_ > 0) {
+    if (++in_a_row_ <= skips_allowed_) {
+      detail::log().warn(
+          "the loss is {} at global step {}: its update was skipped (dynamic loss "
+          "scaling), the loss scale halved",
+          loss, global_step);
+      return;
+    }
+    throw Error(fmt::format(
+        "the loss is {} at global step {}, {} steps in a row with an inf or NaN loss: each "
+        "update was skipped (dynamic loss scaling), but the model does not recover. Lower the "
+        "learning rate, train in bf16 or fp32 (--precision), or check the input for NaN or "
+        "infinite values",
+        loss, global_step, in_a_row_));
+  }
   throw Error(fmt::format(
       "the loss is {} at global step {}: training stopped (no checkpoint was written for this "
       "step). Lower the learning rate, clip the gradients, or check the input for NaN or "

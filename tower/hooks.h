@@ -51,11 +51,20 @@ class StopAtStepHook : public TrainingHook {
 };
 
 /// Throws vkt::Error naming the step when the loss is NaN or infinite: the
-/// weights are lost by then, and a checkpoint of them would only overwrite a good one.
+/// weights are lost by then, and a checkpoint of them would only overwrite a
+/// good one. Under dynamic loss scaling such a step changed nothing (its
+/// update was skipped, as any step with an inf or NaN gradient is): the hook
+/// logs it and throws only after more than `skips_allowed` such steps in a
+/// row, when halving the scale is clearly not what the run needs.
 class NanLossHook : public TrainingHook {
  public:
+  explicit NanLossHook(std::uint32_t skips_allowed = 0) : skips_allowed_(skips_allowed) {}
   void after_step(std::uint64_t global_step, float loss) override;
   bool takes_late_losses() const override { return true; }
+
+ private:
+  std::uint32_t skips_allowed_;
+  std::uint32_t in_a_row_ = 0;
 };
 
 }  // namespace vkt

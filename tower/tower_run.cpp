@@ -108,6 +108,10 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
   devices_ = all_devices();
 }
 
+bool TowerRun::scales_loss() const {
+  return calls_->loss_scaling.has_value();
+}
+
 std::string TowerRun::precision_description() const {
   const std::string precision = to_string(options_.precision);
   if (!calls_->loss_scaling) return precision;

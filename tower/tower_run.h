@@ -173,6 +173,8 @@ class TowerRun {
   std::size_t tower_command_count(int i) const;
 
   int towers() const;
+  /// True when training scales the loss (ReplicateOptions::loss_scaling).
+  bool scales_loss() const;
   /// "fp32", or e.g. "fp16 with dynamic loss scaling from 65536", for the log.
   std::string precision_description() const;
   Graph& tower_graph(int i);

@@ -125,9 +125,9 @@ std::map<std::string, std::vector<float>> train(vkt::VariableMode mode, int towe
 }
 
 void check_same_bits(vkt::VariableMode mode) {
-  // One tower has no exchange to bucket (both runs take the same path), so
-  // the counts start at 2.
-  const int towers = GENERATE(2, 3, 4);
+  // One tower has no exchange to bucket (both runs take the same path): an
+  // even and an odd count of towers.
+  const int towers = GENERATE(2, 3);
   INFO(towers << " towers");
   using P = vkt::ConsolidationPlacement;
   const auto sequential = train(mode, towers, {std::size_t{1} << 30, P::SeparateDevice, false});

@@ -9,6 +9,8 @@
 #include <random>
 
 #include <vktower/runtime/vulkan/instance.h>
+#include <vktower/tower/estimator.h>
+#include <vktower/tower/hooks.h>
 #include <vktower/tower/replicate.h>
 #include <vktower/tower/tower_run.h>
 
@@ -188,4 +190,40 @@ TEST_CASE(
   // Nothing overflowed: the scaled steps were the unscaled ones, bit for bit.
   plain.steps(data, 3, 5);
   CHECK(again.state() == plain.state());
+}
+
+TEST_CASE(
+    "under loss scaling a NaN loss is a skipped step, not the end of training, up to a limit") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  vkt::NanLossHook strict;
+  CHECK_THAT(vkt::test::error_of([&] { strict.after_step(3, nan); }), Contains("global step 3"));
+  vkt::NanLossHook tolerant(2);
+  tolerant.after_step(1, nan);
+  tolerant.after_step(2, std::numeric_limits<float>::infinity());
+  tolerant.after_step(3, 1.0f);  // a finite loss starts the count again
+  tolerant.after_step(4, nan);
+  tolerant.after_step(5, nan);
+  CHECK_THAT(vkt::test::error_of([&] { tolerant.after_step(6, nan); }),
+             Contains("global step 6") && Contains("3 steps in a row") && Contains("--precision"));
+
+  // The Estimator goes on past step 3's NaN: that step was skipped.
+  Batches data(5, 2);
+  HostBatch columns = data.xs[0], labels = data.ys[0];
+  for (int s = 1; s < 5; ++s) {
+    columns.at("x").append_rows(data.xs[s].at("x"));
+    labels.at("y").append_rows(data.ys[s].at("y"));
+  }
+  columns["y"] = labels.at("y");
+  vkt::test::TempDir dir;
+  vkt::Estimator estimator(
+      vkt::replicate_model_fn(vkt::test::adam_mlp,
+                              {.devices = {0, 0}, .loss_scaling = LossScaling::Dynamic}),
+      {.model_dir = dir.path.string(),
+       .log_step_count_steps = 0,
+       .save_summary_steps = 0,
+       .progress = false,
+       .plot_loss = false});
+  estimator.train(vkt::dataset_input(vkt::Dataset(columns), {.batch_size = kBatch}), {.steps = 5});
+  CHECK(estimator.variable_value("loss_scale/scale").f32 == std::vector<float>{32768.0f});
+  for (const float w : estimator.variable_value("hidden/kernel").f32) CHECK(std::isfinite(w));
 }
