@@ -48,4 +48,17 @@ inline std::pair<HostBatch, HostBatch> random_mlp_batch(std::mt19937& rng, std::
   return {{{"x", HostTensor::floats({rows, in}, x)}}, {{"y", HostTensor::ints({rows}, y)}}};
 }
 
+/// `steps` batches of random_mlp_batch from one generator seeded `seed`.
+struct MlpBatches {
+  std::vector<HostBatch> xs, ys;
+  MlpBatches(int steps, std::uint32_t seed, std::int64_t rows, std::int64_t in) {
+    std::mt19937 rng(seed);
+    for (int s = 0; s < steps; ++s) {
+      auto [x, y] = random_mlp_batch(rng, rows, in);
+      xs.push_back(std::move(x));
+      ys.push_back(std::move(y));
+    }
+  }
+};
+
 }  // namespace vkt::test

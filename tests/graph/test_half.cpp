@@ -107,6 +107,11 @@ std::int64_t outside_half_product(const std::vector<float>& got, std::int64_t ro
   return outside;
 }
 
+/// The half format's unit roundoff: a result rounded once is this close.
+double unit_roundoff(DType half) {
+  return half == DType::F16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+}
+
 bool same_bits(float a, float b) {
   return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
 }
@@ -192,7 +197,7 @@ TEST_CASE(
   const vkt::test::VariantScope scope(kernels);
   for (const DType half : {DType::F16, DType::BF16}) {
     INFO(kernels << " " << vkt::to_string(half));
-    const double u = half == DType::F16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+    const double u = unit_roundoff(half);
     vkt::Graph g(vkt::test::shared_device());
     const Tensor x = g.input("x", {kM, kK});
     const Tensor w = g.input("w", {kK, kN});
@@ -248,7 +253,7 @@ TEST_CASE(
     };
     for (const DType half : {DType::F16, DType::BF16}) {
       // The half format's unit roundoff: the result is rounded once.
-      const double u = half == DType::F16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+      const double u = unit_roundoff(half);
       for (const bool ta : {false, true}) {
         for (const bool tb : {false, true}) {
           INFO(kernels << " rank " << lead.size() + 2 << " " << vkt::to_string(half)
@@ -295,7 +300,7 @@ TEST_CASE(
   constexpr std::int64_t kB = 3, kM = 5, kK = 7, kN = 6;
   const char* kernels = GENERATE("tiled", "texel");
   const vkt::test::VariantScope scope(kernels);
-  const double u = std::ldexp(1.0, -11);
+  const double u = unit_roundoff(DType::F16);
   vkt::Graph g(vkt::test::shared_device(), {.precision = vkt::Precision::F16});
   const Tensor x = g.input("x", {kB, kM, kK});
   const Tensor w = g.input("w", {kB, kK, kN});

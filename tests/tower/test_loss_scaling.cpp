@@ -26,19 +26,13 @@ namespace {
 
 constexpr std::int64_t kBatch = 12, kIn = 7;
 
-struct Batches {
-  std::vector<HostBatch> xs, ys;
-  /// `steps` batches; batch `poisoned` (if any) has a NaN in its last row,
-  /// which lies in the last tower's shard.
-  explicit Batches(int steps, int poisoned = -1) {
-    std::mt19937 rng(11);
-    for (int s = 0; s < steps; ++s) {
-      auto [x, y] = vkt::test::random_mlp_batch(rng, kBatch, kIn);
-      if (s == poisoned) {
-        x.at("x").f32[kBatch * kIn - 1] = std::numeric_limits<float>::quiet_NaN();
-      }
-      xs.push_back(std::move(x));
-      ys.push_back(std::move(y));
+/// `steps` batches; batch `poisoned` (if any) has a NaN in its last row,
+/// which lies in the last tower's shard.
+struct Batches : vkt::test::MlpBatches {
+  explicit Batches(int steps, int poisoned = -1) : MlpBatches(steps, 11, kBatch, kIn) {
+    if (poisoned >= 0) {
+      xs.at(static_cast<std::size_t>(poisoned)).at("x").f32[kBatch * kIn - 1] =
+          std::numeric_limits<float>::quiet_NaN();
     }
   }
 };

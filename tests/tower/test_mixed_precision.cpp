@@ -23,16 +23,8 @@ namespace {
 
 constexpr std::int64_t kBatch = 12, kIn = 7, kSteps = 20;
 
-struct Batches {
-  std::vector<HostBatch> xs, ys;
-  Batches() {
-    std::mt19937 rng(5);
-    for (int s = 0; s < kSteps; ++s) {
-      auto [x, y] = vkt::test::random_mlp_batch(rng, kBatch, kIn);
-      xs.push_back(std::move(x));
-      ys.push_back(std::move(y));
-    }
-  }
+struct Batches : vkt::test::MlpBatches {
+  Batches() : MlpBatches(kSteps, 5, kBatch, kIn) {}
 };
 
 /// Every variable after kSteps steps, then the last loss.
