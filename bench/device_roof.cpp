@@ -127,6 +127,44 @@ FmaShape measure_fma(Device& device, const StreamTimer& timer, const RoofOptions
   return shape;
 }
 
+struct TensorParams {
+  std::uint32_t iterations;
+};
+
+/// The cooperative-matrix multiply-add loop at each of the device's f16
+/// units and 2, 4 and 8 chains: the best FLOP rate, an LM x LN x LK product
+/// counting 2 LM LN LK FLOPs.
+void measure_tensor(Device& device, const StreamTimer& timer, const RoofOptions& o,
+                    DeviceRoof& roof) {
+  const DeviceInfo& info = device.info();
+  constexpr std::uint32_t kSubgroups = 4, kGroups = 8192;
+  const std::uint32_t local = kSubgroups * info.subgroup_size;
+  if (local == 0 || local > info.max_workgroup_invocations) return;
+  Buffer out(device, 64 * 64 * 64 * sizeof(float));
+  for (const CooperativeShape& unit : info.cooperative_f16) {
+    for (const std::uint32_t chains : {2u, 4u, 8u}) {
+      const Kernel& kernel = device.kernel(
+          {.shader = "peak_coopmat",
+           .local_size = {local, 1, 1},
+           .constants = {SpecConstant::u32(3, unit.m), SpecConstant::u32(4, unit.n),
+                         SpecConstant::u32(5, unit.k), SpecConstant::u32(6, chains)}});
+      const auto record = [&](Stream& s, std::uint32_t iterations) {
+        s.dispatch(kernel, {out}, TensorParams{iterations}, Groups{kGroups, 1, 1});
+      };
+      const std::uint32_t iterations = timer.calibrate(record, 4, 1u << 20, o.min_ms);
+      const double ms = timer.ms([&](Stream& s) { record(s, iterations); }, o.reps, true);
+      const double flops =
+          double(kGroups) * kSubgroups * iterations * chains * 2.0 * unit.m * unit.n * unit.k;
+      const double gflops = flops / (ms * 1e6);
+      if (gflops > roof.tensor_gflops) {
+        roof.tensor_gflops = gflops;
+        roof.tensor_shape =
+            fmt::format("{}x{}x{} units, {} chains", unit.m, unit.n, unit.k, chains);
+      }
+    }
+  }
+}
+
 std::uint64_t copy_size(const Device& device, const RoofOptions& o) {
   const std::uint64_t mib = std::uint64_t{1} << 20;
   std::uint64_t bytes = o.copy_bytes != 0 ? o.copy_bytes : (is_cpu(device) ? 64 : 256) * mib;
@@ -194,6 +232,9 @@ DeviceRoof measure_device_roof(Device& device, const RoofOptions& options) {
         roof.shape = fmt::format("local {}, {} chains", s.local_size, s.chains);
       }
     }
+  }
+  if (options.measure_tensor && !device.info().cooperative_f16.empty()) {
+    measure_tensor(device, timer, options, roof);
   }
   if (options.measure_copy) measure_copies(device, timer, options, roof);
   return roof;

@@ -1,7 +1,9 @@
 #pragma once
 // The device's own limits, which the other benchmarks divide their figures
 // by, measured in the same run: the arithmetic roof (independent multiply-add
-// chains in registers, shaders/peak_fma.comp) and the copy bandwidth (a copy
+// chains in registers, shaders/peak_fma.comp), the tensor-core roof where
+// the device has cooperative matrices (chains of f16 multiply-adds into f32
+// accumulators, shaders/peak_coopmat.comp) and the copy bandwidth (a copy
 // command and a vec4 shader copy, shaders/copy_vec4.comp).
 //
 //   vkt::Device device(instance, 0);
@@ -36,8 +38,12 @@ struct DeviceRoof {
   double copy_shader_gbps = 0;   ///< a compute shader moving vec4s
   std::uint64_t copy_bytes = 0;  ///< size of the copied buffer
   std::string shape;             ///< the best FMA shape, e.g. "local 256, 8 chains"
-  std::string timing;            ///< "device timestamps" or "wall clock (submit + wait)"
-  std::vector<FmaShape> tried;   ///< every FMA shape, in the order tried
+  /// The best cooperative-matrix f16 x f16 -> f32 multiply-add loop; 0 where
+  /// the device has no cooperative matrices (DeviceInfo::cooperative_f16).
+  double tensor_gflops = 0;
+  std::string tensor_shape;     ///< e.g. "16x8x16 units, 4 chains"
+  std::string timing;           ///< "device timestamps" or "wall clock (submit + wait)"
+  std::vector<FmaShape> tried;  ///< every FMA shape, in the order tried
 };
 
 /// How hard measure_device_roof() looks. The defaults keep the whole
@@ -53,6 +59,7 @@ struct RoofOptions {
   std::vector<std::uint32_t> local_sizes{64, 256};
   std::vector<std::uint32_t> chains{4, 8, 16};  ///< each 1..16
   bool measure_copy = true;
+  bool measure_tensor = true;  ///< the tensor-core roof, where the device has one
 };
 
 /// Measures `device`'s arithmetic roof and copy bandwidth. Times with the

@@ -12,7 +12,11 @@
 // its im2col shape and as the convolution kernel itself). Ends with
 // `matmul_1024_ratio_vs_openblas=R`, `matmul_1024_fraction_of_peak=F` and, when
 // --sizes holds 4096, `matmul_4096_fraction_of_peak=F` (the default variant of
-// the first device).
+// the first device). Then f16 products (--f16-sizes: f16 operands and result,
+// f32 sums) on the kernel the device's half matmuls take: cooperative
+// matrices where it has them, against its tensor-core roof, printed as
+// `matmul_f16_S_fraction_of_peak=F` (of the FMA roof on a device without
+// tensor cores, which the line says).
 #include <cblas.h>
 #include <fmt/format.h>
 
@@ -25,6 +29,7 @@
 #include <vktower/runtime/graph/executor.h>
 #include <vktower/runtime/graph/graph.h>
 #include <vktower/runtime/graph/ops/matmul.h>
+#include <vktower/runtime/graph/ops/matmul_coopmat.h>
 #include <vktower/vktower.h>
 #include <algorithm>
 #include <chrono>
@@ -117,10 +122,11 @@ double kernel_seconds(vkt::Device& device, vkt::Executor& step, int reps) {
   return median;
 }
 
-double vktower_seconds(vkt::Device& device, const Case& c, int reps) {
+double vktower_seconds(vkt::Device& device, const Case& c, int reps,
+                       vkt::DType dtype = vkt::DType::F32) {
   vkt::Graph g(device);
-  const vkt::Tensor a = g.input("a", c.ta ? vkt::Shape{c.k, c.m} : vkt::Shape{c.m, c.k});
-  const vkt::Tensor b = g.input("b", c.tb ? vkt::Shape{c.n, c.k} : vkt::Shape{c.k, c.n});
+  const vkt::Tensor a = g.input("a", c.ta ? vkt::Shape{c.k, c.m} : vkt::Shape{c.m, c.k}, dtype);
+  const vkt::Tensor b = g.input("b", c.tb ? vkt::Shape{c.n, c.k} : vkt::Shape{c.k, c.n}, dtype);
   vkt::Executor step(g, {vkt::matmul(a, b, c.ta, c.tb)}, {.profile = true});
   step.feed("a", random_values(std::size_t(c.m) * c.k, 1));
   step.feed("b", random_values(std::size_t(c.k) * c.n, 2));
@@ -154,6 +160,7 @@ int main(int argc, char** argv) {
   std::vector<std::uint32_t> devices;
   bool sweep_tiles = false;
   std::vector<int> sweep_sizes{1024, 4096};
+  std::vector<int> f16_sizes{1024};
   app.add_option("--sizes", sizes, "square sizes")->delimiter(',')->capture_default_str();
   app.add_option("--reps", reps, "timed repetitions (the median is printed)")
       ->capture_default_str();
@@ -168,7 +175,11 @@ int main(int argc, char** argv) {
   app.add_option("--sweep-sizes", sweep_sizes, "square sizes of the tile sweep")
       ->delimiter(',')
       ->capture_default_str();
+  app.add_option("--f16-sizes", f16_sizes, "square sizes of the f16 products (none: 0)")
+      ->delimiter(',')
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  std::erase(f16_sizes, 0);
 
   std::vector<Case> cases;
   for (int s : sizes) cases.push_back({fmt::format("{}^3", s), s, s, s});
@@ -198,6 +209,7 @@ int main(int argc, char** argv) {
       }
     }
     std::optional<double> ratio_1024;
+    std::map<int, std::pair<double, bool>> f16_fraction;  // size -> (fraction, of tensor cores)
     std::map<int, double> fraction_of_peak;  // square size -> the first device's default variant's
     for (std::uint32_t index : devices) {
       vkt::Device device(instance, index);
@@ -240,11 +252,35 @@ int main(int argc, char** argv) {
         }
       }
       device.set_matmul_kernels(chosen);
+      const double half_roof = roof.tensor_gflops > 0 ? roof.tensor_gflops : roof.fma_gflops;
+      if (!f16_sizes.empty()) {
+        const auto tile = vkt::cooperative_tile(device, vkt::DType::F16);
+        fmt::print("  f16 products on {}; roof {:.1f} GFLOP/s ({})\n",
+                   tile ? "cooperative matrices, tile " + tile->str()
+                   : preferred == vkt::MatmulVariant::Texel
+                       ? "the f32 texel kernel, operands widened from f16 (as lavapipe runs them)"
+                       : "the scalar half kernel",
+                   half_roof, roof.tensor_gflops > 0 ? "tensor cores" : "FMA, no tensor cores");
+      }
+      for (const int size : f16_sizes) {
+        const Case c{fmt::format("f16 {}^3", size), size, size, size};
+        const double f32 = c.flops() / vktower_seconds(device, c, reps) / 1e9;
+        const double f16 = c.flops() / vktower_seconds(device, c, reps, vkt::DType::F16) / 1e9;
+        fmt::print("  {:<50}{:8.1f} GF/s, {:.2f}x f32's {:.1f} GF/s, {:.3f} of the roof\n", c.label,
+                   f16, f16 / f32, f32, f16 / half_roof);
+        if (index == devices.front() && !f16_fraction.contains(size)) {
+          f16_fraction[size] = {f16 / half_roof, roof.tensor_gflops > 0};
+        }
+      }
       if (sweep_tiles) vkt::bench::sweep_tiled_shapes(device, sweep_sizes, reps, roof.fma_gflops);
     }
     if (ratio_1024) fmt::print("\nmatmul_1024_ratio_vs_openblas={:.3f}\n", *ratio_1024);
     for (const auto& [size, fraction] : fraction_of_peak) {
       fmt::print("matmul_{}_fraction_of_peak={:.3f}\n", size, fraction);
+    }
+    for (const auto& [size, fraction] : f16_fraction) {
+      if (!fraction.second) fmt::print("(the device has no tensor cores: of the FMA roof)\n");
+      fmt::print("matmul_f16_{}_fraction_of_peak={:.3f}\n", size, fraction.first);
     }
     return 0;
   } catch (const vkt::Error& e) {

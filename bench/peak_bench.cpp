@@ -1,8 +1,10 @@
 // vkt-bench-peak: each device's roof, which the other benchmarks divide by:
 // its arithmetic roof (independent multiply-add chains in registers, the best
-// of several workgroup sizes and chain counts) and its copy bandwidth (a copy
-// command and a vec4 shader copy; bytes read + written). Ends with
-// `peak_gflops=F` and `copy_gbps=B` for device 0 or the --device chosen.
+// of several workgroup sizes and chain counts), its tensor-core roof where it
+// has cooperative matrices, and its copy bandwidth (a copy command and a vec4
+// shader copy; bytes read + written). Ends with `peak_gflops=F`,
+// `copy_gbps=B` and, with cooperative matrices, `tensor_peak_gflops=T` for
+// device 0 or the --device chosen.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -39,6 +41,12 @@ void report(const vkt::DeviceInfo& info, const vkt::bench::DeviceRoof& roof) {
             : "");
   }
   fmt::print("  arithmetic roof: {:.1f} GFLOP/s ({})\n", roof.fma_gflops, roof.shape);
+  if (roof.tensor_gflops > 0) {
+    fmt::print("  tensor-core roof (f16 x f16 -> f32 cooperative matrices): {:.1f} GFLOP/s ({})\n",
+               roof.tensor_gflops, roof.tensor_shape);
+  } else {
+    fmt::print("  tensor-core roof: none (the device has no f16 cooperative matrices)\n");
+  }
   fmt::print("  copy of {} MiB, bytes read + written: vkCmdCopyBuffer {:.1f} GB/s, ",
              roof.copy_bytes >> 20, roof.copy_command_gbps);
   fmt::print("vec4 shader {:.1f} GB/s; roof {:.1f} GB/s\n", roof.copy_shader_gbps, roof.copy_gbps);
@@ -99,6 +107,7 @@ int main(int argc, char** argv) {
     }
     if (!chosen) throw vkt::Error("no usable device was measured");
     fmt::print("peak_gflops={:.1f}\ncopy_gbps={:.1f}\n", chosen->fma_gflops, chosen->copy_gbps);
+    if (chosen->tensor_gflops > 0) fmt::print("tensor_peak_gflops={:.1f}\n", chosen->tensor_gflops);
     return 0;
   } catch (const vkt::Error& e) {
     fmt::print(stderr, "vkt-bench-peak: {}\n", e.what());

@@ -138,7 +138,7 @@ say ""
 say "## Benches"
 if [[ $short == 1 ]]; then
   bench peak 60 vkt-bench-peak --min-ms 1 --reps 1 --local-sizes 64 --chains 8 --copy-mib 4
-  bench matmul 120 vkt-bench-matmul --sizes 64 --reps 1 --slow-max 0
+  bench matmul 120 vkt-bench-matmul --sizes 64 --reps 1 --slow-max 0 --f16-sizes 64
   bench towers 120 vkt-bench-towers --towers 1,2 --batch 16 --hidden 32 --steps 2 --paths staged
   bench train 120 vkt-bench-train --steps 1 --reps 1 --no-torch
   bench cnn 120 vkt-bench-cnn --towers 1,2 --batch 8 --steps 1 --no-torch --no-kernels
@@ -146,7 +146,7 @@ if [[ $short == 1 ]]; then
   bench step-overhead 60 vkt-bench-step-overhead --steps 5
 else
   bench peak 60 vkt-bench-peak
-  bench matmul 90 vkt-bench-matmul --sizes 1024,2048,4096 --reps 5 --slow-max 0 --sweep-tiles --sweep-sizes 4096
+  bench matmul 90 vkt-bench-matmul --sizes 1024,2048,4096 --reps 5 --slow-max 0 --sweep-tiles --sweep-sizes 4096 --f16-sizes 1024,4096
   bench train 60 vkt-bench-train --torch-device cuda --steps 50 --torch-steps 100
   bench cnn 60 vkt-bench-cnn --towers 1,2,4 --steps 50 --torch-steps 100 --torch-device cuda
   bench gpt 60 vkt-bench-gpt --towers 1,2,4 --batch 64 --context 128 --steps 20 --torch-steps 20 --rounds 2 --torch-device cuda

@@ -88,3 +88,37 @@ TEST_CASE("copy_vec4 copies n vec4s with any number of invocations and nothing p
     CHECK(got == want);
   }
 }
+
+TEST_CASE(
+    "peak_coopmat, on each device with cooperative matrices, does every multiply-add of every "
+    "chain its FLOP count says",
+    "[roof]") {
+  vkt::Instance& instance = vkt::test::shared_device().instance();
+  int checked = 0;
+  for (const vkt::DeviceInfo& info : instance.devices()) {
+    if (info.cooperative_f16.empty() || !info.unusable_reason.empty()) continue;
+    vkt::Device device(instance, info.index);
+    for (const vkt::CooperativeShape& unit : info.cooperative_f16) {
+      for (const std::uint32_t chains : {1u, 3u, 8u}) {
+        CAPTURE(info.name, unit.m, unit.n, unit.k, chains);
+        const vkt::Kernel& kernel = device.kernel(
+            {.shader = "peak_coopmat",
+             .local_size = {2 * info.subgroup_size, 1, 1},
+             .constants = {vkt::SpecConstant::u32(3, unit.m), vkt::SpecConstant::u32(4, unit.n),
+                           vkt::SpecConstant::u32(5, unit.k), vkt::SpecConstant::u32(6, chains)}});
+        const std::uint32_t iterations = 5;
+        vkt::Buffer out(device, 64 * unit.m * unit.n * sizeof(float));
+        vkt::Stream stream(device);
+        stream.fill(out, 0);
+        stream.dispatch(kernel, {out}, iterations, {3, 1, 1});
+        stream.run();
+        // Every element: chains x iterations products of LK terms 2^-10 x 2^-10.
+        const double want = double(chains) * iterations * unit.k * std::ldexp(1.0, -20);
+        const std::vector<float> got = out.download<float>();
+        for (std::uint32_t e = 0; e < 6 * unit.m * unit.n; ++e) CHECK(got[e] == want);
+      }
+    }
+    ++checked;
+  }
+  if (checked == 0) WARN("no device here has f16 cooperative matrices: nothing to check");
+}

@@ -81,6 +81,7 @@ Device::Device(Instance& instance, std::uint32_t index, DeviceOptions options)
         "DeviceOptions::staging_chunk_bytes is 0: give at least 1 byte (the default is 64 MiB)");
   }
   if (options_.disable_16bit_storage) info_.storage_16bit = false;
+  if (options_.disable_cooperative_matrix || !info_.storage_16bit) info_.cooperative_f16.clear();
   if (!info_.unusable_reason.empty()) {
     throw Error(fmt::format("device {} ({}) cannot run vktower: it {}", index, info_.name,
                             info_.unusable_reason));
@@ -154,6 +155,23 @@ Device::Device(Instance& instance, std::uint32_t index, DeviceOptions options)
   storage16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
   storage16.storageBuffer16BitAccess = info_.storage_16bit ? VK_TRUE : VK_FALSE;
   timeline.pNext = &storage16;
+  // Cooperative matrices where offered, with what their kernels' SPIR-V
+  // declares: f16 arithmetic and the Vulkan memory model.
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV cooperative{};
+  cooperative.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
+  cooperative.cooperativeMatrix = VK_TRUE;
+  VkPhysicalDeviceShaderFloat16Int8Features float16{};
+  float16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
+  float16.shaderFloat16 = VK_TRUE;
+  float16.pNext = &cooperative;
+  VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{};
+  memory_model.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES;
+  memory_model.vulkanMemoryModel = VK_TRUE;
+  memory_model.pNext = &float16;
+  if (!info_.cooperative_f16.empty()) {
+    extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    storage16.pNext = &memory_model;
+  }
   VkDeviceCreateInfo info{};
   info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
   info.pNext = &timeline;

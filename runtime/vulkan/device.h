@@ -89,6 +89,10 @@ struct DeviceOptions {
   /// device without them (info().storage_16bit false): for testing the half
   /// types' errors on lavapipe.
   bool disable_16bit_storage = false;
+  /// Leave cooperative matrices (tensor cores) off where the device offers
+  /// them (info().cooperative_f16 empty): half matmuls then take the scalar
+  /// half kernel, e.g. to check one kernel against the other.
+  bool disable_cooperative_matrix = false;
 
   /// VKT_FORCE_STAGING=1 sets force_staging, VKT_MATMUL_VARIANT=tiled, texel
   /// or auto sets matmul and VKT_ROW_KERNELS=workgroup, invocation or auto

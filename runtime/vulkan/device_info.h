@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace vkt {
 
@@ -12,6 +13,14 @@ enum class DeviceType { Other, IntegratedGpu, DiscreteGpu, VirtualGpu, Cpu };
 
 /// "discrete GPU", "integrated GPU", "virtual GPU", "CPU", "other".
 std::string_view to_string(DeviceType type);
+
+/// One matrix product a device's cooperative matrices (tensor cores) do in one
+/// subgroup operation: an m x k f16 matrix times a k x n one, added to an
+/// m x n f32 accumulator.
+struct CooperativeShape {
+  std::uint32_t m = 0, n = 0, k = 0;
+  bool operator==(const CooperativeShape&) const = default;
+};
 
 /// One physical device as Instance::devices() lists it. Plain data, safe to copy.
 struct DeviceInfo {
@@ -47,6 +56,12 @@ struct DeviceInfo {
   /// storageBuffer16BitAccess: kernels read and write 16-bit elements of
   /// storage buffers (the half types' ops need it; enabled where offered).
   bool storage_16bit = false;
+  /// The f16 x f16 -> f32 products of the device's cooperative matrices
+  /// (VK_NV_cooperative_matrix, as vkGetPhysicalDeviceCooperativeMatrixPropertiesNV
+  /// lists them, subgroup scope), where the device also offers shaderFloat16,
+  /// 16-bit storage and the Vulkan memory model the kernels need; empty
+  /// elsewhere (lavapipe, most GPUs before 2018). Half matmuls run on them.
+  std::vector<CooperativeShape> cooperative_f16;
   bool is_lavapipe = false;  ///< Mesa's llvmpipe CPU device: kernels pick variants for it
 
   /// Empty when a Device can be created on it; otherwise why not.

@@ -146,7 +146,7 @@ Instance::Instance(InstanceOptions options) : options_(std::move(options)) {
     VKT_CHECK(vkEnumeratePhysicalDevices(instance_, &count, physical_.data()));
     physical_.resize(count);
     for (std::uint32_t i = 0; i < count; ++i) {
-      infos_.push_back(detail::query_device_info(physical_[i], i));
+      infos_.push_back(detail::query_device_info(instance_, physical_[i], i));
     }
   } catch (...) {
     release();

@@ -43,6 +43,14 @@ void print_device(const vkt::DeviceInfo& d) {
   } else {
     fmt::print("    {:<15}no\n", "timestamps");
   }
+  fmt::print("    {:<15}{}\n", "16-bit storage",
+             d.storage_16bit ? "yes" : "no (no f16 or bf16 kernels)");
+  std::string units;
+  for (const vkt::CooperativeShape& u : d.cooperative_f16) {
+    units += fmt::format("{}{}x{}x{}", units.empty() ? "" : ", ", u.m, u.n, u.k);
+  }
+  fmt::print("    {:<15}{}\n", "tensor cores",
+             units.empty() ? "none" : "f16 x f16 -> f32 cooperative matrices " + units);
   fmt::print("    {:<15}{}\n", "transfer queue",
              d.dedicated_transfer_queue ? "dedicated" : "none (copies run on the compute queue)");
   fmt::print("    {:<15}{}\n", "max buffer", size_string(d.max_allocation_bytes));

@@ -1,5 +1,6 @@
-// matmul of f16 or bf16 matrices (shaders/matmul_half.comp): the scalar half
-// kernel, f32 sums rounded once to the operands' type.
+// matmul of f16 or bf16 matrices: the cooperative-matrix kernel where the
+// device has one for the type (matmul_coopmat.h), else the scalar half kernel
+// (shaders/matmul_half.comp); f32 sums rounded once to the operands' type.
 #include <fmt/format.h>
 
 #include "../../vulkan/device.h"
@@ -9,6 +10,7 @@
 #include "cast.h"
 #include "kernel_util.h"
 #include "matmul.h"
+#include "matmul_coopmat.h"
 #include "shape_ops.h"
 
 namespace vkt {
@@ -38,6 +40,11 @@ class HalfMatmulOp final : public Op {
     const auto m = static_cast<std::uint32_t>(out.shape()[r - 2]);
     const auto n = static_cast<std::uint32_t>(out.shape()[r - 1]);
     const auto k = static_cast<std::uint32_t>(in[0].shape()[ta_ ? r - 2 : r - 1]);
+    if (const auto tile = cooperative_tile(ctx.device(), out.dtype())) {
+      record_cooperative_matmul(ctx.stream(), *tile, ctx.buffer(in[0]), ctx.buffer(in[1]),
+                                ctx.buffer(out), m, n, k, batch, ta_, tb_);
+      return;
+    }
     const Kernel& kernel = ctx.device().kernel(
         {.shader = "matmul_half",
          .constants = {SpecConstant::u32(0, out.dtype() == DType::F16 ? 1u : 2u),

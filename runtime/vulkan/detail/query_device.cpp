@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <vector>
 
 namespace vkt::detail {
@@ -59,6 +60,63 @@ DeviceType device_type(VkPhysicalDeviceType t) {
   }
 }
 
+bool offers_extension(VkPhysicalDevice physical, const char* name) {
+  std::uint32_t count = 0;
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
+  std::vector<VkExtensionProperties> extensions(count);
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, extensions.data());
+  for (const VkExtensionProperties& e : extensions) {
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  }
+  return false;
+}
+
+/// The f16 x f16 -> f32 subgroup products of VK_NV_cooperative_matrix, where
+/// the device has everything the cooperative kernels use (their SPIR-V
+/// declares Float16, StorageBuffer16BitAccess and the Vulkan memory model).
+std::vector<CooperativeShape> cooperative_f16_shapes(VkInstance instance, VkPhysicalDevice physical,
+                                                     std::uint32_t api_version,
+                                                     bool storage_16bit) {
+  if (api_version < VK_API_VERSION_1_2 || !storage_16bit ||
+      !offers_extension(physical, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
+    return {};
+  }
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV cooperative{};
+  cooperative.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
+  VkPhysicalDeviceShaderFloat16Int8Features float16{};
+  float16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
+  float16.pNext = &cooperative;
+  VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{};
+  memory_model.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES;
+  memory_model.pNext = &float16;
+  VkPhysicalDeviceFeatures2 features{};
+  features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  features.pNext = &memory_model;
+  vkGetPhysicalDeviceFeatures2(physical, &features);
+  if (!cooperative.cooperativeMatrix || !float16.shaderFloat16 || !memory_model.vulkanMemoryModel) {
+    return {};
+  }
+  const auto list = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+  if (list == nullptr) return {};
+  std::uint32_t count = 0;
+  if (list(physical, &count, nullptr) != VK_SUCCESS) return {};
+  std::vector<VkCooperativeMatrixPropertiesNV> properties(count);
+  for (VkCooperativeMatrixPropertiesNV& p : properties) {
+    p.sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+  }
+  if (list(physical, &count, properties.data()) != VK_SUCCESS) return {};
+  std::vector<CooperativeShape> shapes;
+  for (const VkCooperativeMatrixPropertiesNV& p : properties) {
+    if (p.AType == VK_COMPONENT_TYPE_FLOAT16_NV && p.BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+        p.CType == VK_COMPONENT_TYPE_FLOAT32_NV && p.DType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+        p.scope == VK_SCOPE_SUBGROUP_NV) {
+      shapes.push_back({p.MSize, p.NSize, p.KSize});
+    }
+  }
+  return shapes;
+}
+
 }  // namespace
 
 QueueFamilies find_queue_families(VkPhysicalDevice physical) {
@@ -80,7 +138,7 @@ QueueFamilies find_queue_families(VkPhysicalDevice physical) {
   return found;
 }
 
-DeviceInfo query_device_info(VkPhysicalDevice physical, std::uint32_t index) {
+DeviceInfo query_device_info(VkInstance instance, VkPhysicalDevice physical, std::uint32_t index) {
   VkPhysicalDeviceDriverProperties driver{};
   driver.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
   VkPhysicalDeviceSubgroupProperties subgroup{};
@@ -139,6 +197,8 @@ DeviceInfo query_device_info(VkPhysicalDevice physical, std::uint32_t index) {
   info.timestamp_period_ns = limits.timestampPeriod;
   info.timeline_semaphores = timeline.timelineSemaphore == VK_TRUE;
   info.storage_16bit = storage16.storageBuffer16BitAccess == VK_TRUE;
+  info.cooperative_f16 =
+      cooperative_f16_shapes(instance, physical, info.api_version_raw, info.storage_16bit);
 
   VkPhysicalDeviceMemoryProperties memory{};
   vkGetPhysicalDeviceMemoryProperties(physical, &memory);

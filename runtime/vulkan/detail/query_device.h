@@ -7,7 +7,8 @@
 
 namespace vkt::detail {
 
-DeviceInfo query_device_info(VkPhysicalDevice physical, std::uint32_t index);
+/// `instance` resolves the extension queries (cooperative matrices).
+DeviceInfo query_device_info(VkInstance instance, VkPhysicalDevice physical, std::uint32_t index);
 
 /// Queue families a Device uses: compute (always) and a transfer-only family if any.
 struct QueueFamilies {
