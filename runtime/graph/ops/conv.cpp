@@ -6,6 +6,7 @@
 
 #include "../../vulkan/error.h"
 #include "../graph.h"
+#include "cast.h"
 #include "conv_gemm.h"
 #include "kernel_util.h"
 
@@ -166,8 +167,16 @@ Tensor conv2d(const Tensor& x, const Tensor& filter, const Conv2dOptions& option
                        .pad_top = plan.pad_top,
                        .pad_left = plan.pad_left};
   check_sizes(g, plan, what);
-  return x.graph().add_node(std::make_unique<Conv2dOp>(g), {x, filter},
-                            Shape{g.batch, g.out_h, g.out_w, g.out_c});
+  const Shape out{g.batch, g.out_h, g.out_w, g.out_c};
+  // The graph's precision policy: the half conv's numbers (operands rounded
+  // to the half type, f32 sums, the output rounded once), on the f32 kernels.
+  // Through round_to_half's gradient, dy and both gradients are rounded too.
+  if (const DType half = compute_dtype(x.graph().options().precision); is_half(half)) {
+    const Tensor y = x.graph().add_node(std::make_unique<Conv2dOp>(g),
+                                        {round_to_half(x, half), round_to_half(filter, half)}, out);
+    return round_to_half(y, half);
+  }
+  return x.graph().add_node(std::make_unique<Conv2dOp>(g), {x, filter}, out);
 }
 
 }  // namespace vkt
