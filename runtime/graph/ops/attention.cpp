@@ -9,6 +9,7 @@
 
 #include "../../vulkan/error.h"
 #include "../graph.h"
+#include "cast.h"
 #include "dropout.h"
 #include "elementwise.h"
 #include "fused_attention.h"
@@ -107,10 +108,19 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     const std::int64_t matrices = sq.elements() / (sq[sq.rank() - 2] * d);
     const bool fits = tile && matrices <= 65535 && sq[sq.rank() - 2] <= 65535 * 16;
     if (fits) {
-      return ops_detail::fused_attention(
-          q, k, v,
-          {.causal = options.causal, .scale = scale, .dropout = options.dropout, .key = key},
-          *tile);
+      const ops_detail::FusedAttentionParams fused{
+          .causal = options.causal, .scale = scale, .dropout = options.dropout, .key = key};
+      // The graph's precision policy: q, k and v rounded to the half type and
+      // the output rounded once, f32 inside (FlashAttention's numbers in
+      // half, but for its rounding of the probabilities). The composed path
+      // below takes the policy through its two products.
+      if (const DType half = compute_dtype(g.options().precision); is_half(half)) {
+        return round_to_half(
+            ops_detail::fused_attention(round_to_half(q, half), round_to_half(k, half),
+                                        round_to_half(v, half), fused, *tile),
+            half);
+      }
+      return ops_detail::fused_attention(q, k, v, fused, *tile);
     }
     if (options.kernel == AttentionKernel::Fused) {
       throw Error(fmt::format(

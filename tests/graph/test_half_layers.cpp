@@ -1,0 +1,129 @@
+// conv2d and the fused attention under the fp16 and bf16 precision policies:
+// the half layer's numbers (operands rounded to the half type, f32 inside,
+// the output rounded once), forward and every gradient, on the f32 kernels.
+#include <bit>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <vktower/runtime/graph/half.h>
+#include <vktower/runtime/graph/ops/cast.h>
+#include <vktower/vktower.h>
+
+#include "../shared_device.h"
+#include "../test_support.h"
+
+using vkt::DType;
+using vkt::Tensor;
+
+namespace {
+
+std::vector<std::uint32_t> bits(const std::vector<float>& v) {
+  std::vector<std::uint32_t> out;
+  for (const float f : v) out.push_back(std::bit_cast<std::uint32_t>(f));
+  return out;
+}
+
+/// One conv2d of `g` on x [2, 7, 6, 3] and a 3 x 2 filter to 4 channels
+/// (strided, padded: every tap and edge case of the GEMM), the loss
+/// sum(y * c), and its gradients. `rounded`: the half conv written out with
+/// round_to_half in an f32 graph.
+struct ConvCase {
+  Tensor y, dx, df;
+};
+ConvCase conv_case(vkt::Graph& g, std::optional<DType> rounded) {
+  const Tensor x = g.input("x", {2, 7, 6, 3});
+  const Tensor f = g.input("f", {3, 2, 3, 4});
+  const vkt::Conv2dOptions options{.strides = {2, 1}, .padding = vkt::Padding::Same};
+  const auto round = [&](const Tensor& t) { return rounded ? vkt::round_to_half(t, *rounded) : t; };
+  const Tensor y = round(vkt::conv2d(round(x), round(f), options));
+  const Tensor c = g.constant(y.shape(), vkt::test::random_floats(y.shape().elements(), 21));
+  const std::vector<vkt::Gradient> grads = vkt::gradients(vkt::reduce_sum(y * c), {x, f});
+  return {y, grads[0].dense, grads[1].dense};
+}
+
+/// The fused attention of q [2, 2, 5, 8] over k, v [2, 2, 7, 8], causal, and
+/// the gradients of sum(y * c) for q, k and v; `rounded` as conv_case's.
+std::vector<Tensor> attention_case(vkt::Graph& g, std::optional<DType> rounded) {
+  const Tensor q = g.input("q", {2, 2, 5, 8});
+  const Tensor k = g.input("k", {2, 2, 7, 8});
+  const Tensor v = g.input("v", {2, 2, 7, 8});
+  const auto round = [&](const Tensor& t) { return rounded ? vkt::round_to_half(t, *rounded) : t; };
+  const Tensor y = round(vkt::scaled_dot_product_attention(
+      round(q), round(k), round(v), {.causal = true, .kernel = vkt::AttentionKernel::Fused}));
+  const Tensor c = g.constant(y.shape(), vkt::test::random_floats(y.shape().elements(), 24));
+  std::vector<Tensor> out{y};
+  for (const vkt::Gradient& d : vkt::gradients(vkt::reduce_sum(y * c), {q, k, v})) {
+    out.push_back(d.dense);
+  }
+  return out;
+}
+
+std::vector<std::vector<float>> run_case(vkt::Graph& g, const std::vector<Tensor>& fetches,
+                                         const std::map<std::string, std::vector<float>>& feeds) {
+  vkt::Executor exec(g, fetches);
+  for (const auto& [name, values] : feeds) exec.feed(name, values);
+  exec.run();
+  std::vector<std::vector<float>> out;
+  for (const Tensor& t : fetches) out.push_back(exec.read(t));
+  return out;
+}
+
+vkt::Precision policy_of(DType half) {
+  return half == DType::F16 ? vkt::Precision::F16 : vkt::Precision::BF16;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "conv2d under the half precision policies: the bits of the half conv written out, "
+    "forward and both gradients, and every output a half value") {
+  std::vector<float> xv = vkt::test::random_floats(2 * 7 * 6 * 3, 22, -3.0f, 3.0f);
+  xv[0] = 70000.0f;  // past f16's range
+  xv[1] = 1e-6f;     // in its subnormals
+  const std::vector<float> fv = vkt::test::random_floats(3 * 2 * 3 * 4, 23, -1.0f, 1.0f);
+  const auto run = [&](vkt::Graph& g, const ConvCase& c) {
+    return run_case(g, {c.y, c.dx, c.df}, {{"x", xv}, {"f", fv}});
+  };
+  vkt::Graph plain(vkt::test::shared_device());
+  const std::vector<std::vector<float>> f32 = run(plain, conv_case(plain, std::nullopt));
+  for (const DType half : {DType::F16, DType::BF16}) {
+    INFO(vkt::to_string(half));
+    vkt::Graph policy(vkt::test::shared_device(), {.precision = policy_of(half)});
+    vkt::Graph written(vkt::test::shared_device());
+    const std::vector<std::vector<float>> got = run(policy, conv_case(policy, std::nullopt));
+    const std::vector<std::vector<float>> want = run(written, conv_case(written, half));
+    for (std::size_t i = 0; i < 3; ++i) {
+      INFO("output " << i << " (y, dx, dfilter)");
+      CHECK(bits(got[i]) == bits(want[i]));
+      CHECK(bits(got[i]) != bits(f32[i]));  // the policy did round
+      CHECK(bits(got[i]) == bits(vkt::from_half(vkt::to_half(got[i], half), half)));
+    }
+  }
+}
+
+TEST_CASE(
+    "the fused attention under the half precision policies: the bits of the half attention "
+    "written out, forward and every gradient, and every output a half value") {
+  const std::map<std::string, std::vector<float>> feeds{
+      {"q", vkt::test::random_floats(2 * 2 * 5 * 8, 25, -2.0f, 2.0f)},
+      {"k", vkt::test::random_floats(2 * 2 * 7 * 8, 26, -2.0f, 2.0f)},
+      {"v", vkt::test::random_floats(2 * 2 * 7 * 8, 27, -2.0f, 2.0f)}};
+  vkt::Graph plain(vkt::test::shared_device());
+  const auto f32 = run_case(plain, attention_case(plain, std::nullopt), feeds);
+  for (const DType half : {DType::F16, DType::BF16}) {
+    INFO(vkt::to_string(half));
+    vkt::Graph policy(vkt::test::shared_device(), {.precision = policy_of(half)});
+    vkt::Graph written(vkt::test::shared_device());
+    const auto got = run_case(policy, attention_case(policy, std::nullopt), feeds);
+    const auto want = run_case(written, attention_case(written, half), feeds);
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      INFO("output " << i << " (y, dq, dk, dv)");
+      CHECK(bits(got[i]) == bits(want[i]));
+      CHECK(bits(got[i]) != bits(f32[i]));
+      CHECK(bits(got[i]) == bits(vkt::from_half(vkt::to_half(got[i], half), half)));
+    }
+  }
+}
