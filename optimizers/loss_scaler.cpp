@@ -14,7 +14,8 @@ namespace vkt {
 namespace {
 
 /// shaders/loss_scale_update.comp: the scale and its count from the step's
-/// last check. Inputs: scale, good steps, check. Output: (scale used, skipped).
+/// last check. Inputs: scale, good steps, skipped steps, check. Output:
+/// (scale used, skipped).
 class LossScaleUpdateOp final : public Op {
  public:
   explicit LossScaleUpdateOp(std::uint32_t growth_interval) : growth_interval_(growth_interval) {}
@@ -23,9 +24,10 @@ class LossScaleUpdateOp final : public Op {
   bool windows_input(std::size_t) const override { return true; }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const Kernel& kernel = ctx.device().kernel({.shader = "loss_scale_update"});
-    ctx.stream().dispatch(
-        kernel, {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(in[2]), ctx.buffer(out)},
-        growth_interval_, Groups{1, 1, 1});
+    ctx.stream().dispatch(kernel,
+                          {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(in[2]),
+                           ctx.buffer(in[3]), ctx.buffer(out)},
+                          growth_interval_, Groups{1, 1, 1});
   }
   std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor&,
                                  const Tensor&) const override {
@@ -63,9 +65,9 @@ LossScaler::LossScaler(Graph& graph, LossScaleOptions options) : options_(option
   scale_ =
       graph.variable("loss_scale/scale", {}, Initializer::constant(options_.initial_scale), false);
   good_steps_ = graph.variable("loss_scale/good_steps", {}, Initializer::zeros(), false);
+  skipped_steps_ = graph.variable("loss_scale/skipped_steps", {}, Initializer::zeros(), false);
   // A run written without loss scaling resumes with it from the initial scale.
-  graph.set_optional_in_checkpoint(scale_);
-  graph.set_optional_in_checkpoint(good_steps_);
+  for (const Tensor& v : {scale_, good_steps_, skipped_steps_}) graph.set_optional_in_checkpoint(v);
 }
 
 Tensor LossScaler::scale(const Tensor& loss) const {
@@ -87,7 +89,7 @@ Tensor LossScaler::update() {
         "scaler.apply_gradients(optimizer, grads) first");
   }
   return scale_.graph().add_node(std::make_unique<LossScaleUpdateOp>(options_.growth_interval),
-                                 {scale_, good_steps_, last_check_}, Shape{2});
+                                 {scale_, good_steps_, skipped_steps_, last_check_}, Shape{2});
 }
 
 }  // namespace vkt

@@ -29,9 +29,10 @@ void check_loss_scale_options(const LossScaleOptions& options);
 /// device and, where one is inf or NaN, skips the call (weights and slots
 /// unchanged), else unscales them; update() then halves the scale after a step
 /// that found one, or doubles it after growth_interval good steps in a row. The
-/// scale (a power of two) and its count of good steps are non-trainable
-/// variables, "loss_scale/scale" and "loss_scale/good_steps", so checkpoints
-/// hold them and a resume continues exactly. Nothing is read back to the host:
+/// scale (a power of two), its count of good steps and the count of every
+/// skipped step are non-trainable variables, "loss_scale/scale",
+/// "loss_scale/good_steps" and "loss_scale/skipped_steps", so checkpoints hold
+/// them and a resume continues exactly. Nothing is read back to the host:
 /// the decision stays on the device. The growth and backoff factors are
 /// GradScaler's 2 and 0.5.
 ///
@@ -67,11 +68,14 @@ class LossScaler {
   const Tensor& scale_variable() const { return scale_; }
   /// The variable counting good steps since the scale last changed.
   const Tensor& good_steps_variable() const { return good_steps_; }
+  /// The variable counting every skipped step (an inf or NaN gradient).
+  const Tensor& skipped_steps_variable() const { return skipped_steps_; }
 
  private:
   LossScaleOptions options_;
   Tensor scale_;
   Tensor good_steps_;
+  Tensor skipped_steps_;
   Tensor last_check_;  // the step's latest check: each ORs in the ones before
 };
 

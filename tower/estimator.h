@@ -153,6 +153,8 @@ class Estimator {
                                                             std::int64_t step_examples);
   /// True when every hook (on every rank) takes late losses.
   bool takes_late_losses(const std::vector<std::shared_ptr<TrainingHook>>& hooks) const;
+  /// A loss-scaled run's scale and skipped steps, to the log and metrics.csv.
+  void log_loss_scale(TowerRun& run);
   /// The newest checkpoint as rank 0 sees it (every rank gets the same answer).
   std::optional<std::string> chief_latest() const;
   /// Where training starts: the trained model's step, else rank 0's newest

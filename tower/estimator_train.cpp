@@ -182,6 +182,7 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
   // A temporary model_dir goes with a stopped run: nothing to save there.
   if ((saved_at != step || !b.restored) && !(stopped_by != 0 && own_model_dir_)) save();
   for (const auto& hook : hooks) hook->end();
+  log_loss_scale(run);
   if (log_) log_->finish(step, loss);
   if (stopped_by != 0) end_stopped_training(b.restored.value_or(""), step, stopped_by);
   return step;
@@ -300,12 +301,24 @@ std::vector<std::shared_ptr<TrainingHook>> Estimator::training_hooks(const Built
   constexpr std::uint32_t kSkipsInARow = 30;  // the scale halved 30 times: 2^16 -> 2^-14
   hooks.push_back(std::make_shared<NanLossHook>(b.run->scales_loss() ? kSkipsInARow : 0));
   if (config_.log_step_count_steps > 0) {
+    TowerRun* run = b.run.get();
     hooks.push_back(std::make_shared<LoggingHook>(config_.log_step_count_steps, step_examples,
-                                                  [this](const StepRate& r) {
-                                                    if (log_) log_->rate(r);
+                                                  [this, run](const StepRate& r) {
+                                                    if (!log_) return;
+                                                    log_->rate(r);
+                                                    log_loss_scale(*run);
                                                   }));
   }
   return hooks;
+}
+
+void Estimator::log_loss_scale(TowerRun& run) {
+  // Two scalars read after the steps in flight (the scale is decided on the
+  // device), so they are the values at the run's global step, not at the
+  // (earlier) step whose loss is being reported.
+  if (!log_ || !run.scales_loss()) return;
+  log_->loss_scale(run.global_step(), run.variable("loss_scale/scale")[0],
+                   run.variable("loss_scale/skipped_steps")[0]);
 }
 
 bool Estimator::takes_late_losses(const std::vector<std::shared_ptr<TrainingHook>>& hooks) const {

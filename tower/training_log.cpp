@@ -176,6 +176,20 @@ void TrainingLog::rate(const StepRate& rate) {
   }
 }
 
+void TrainingLog::loss_scale(std::uint64_t global_step, double scale, double skipped_steps) {
+  if (last_scale_row_ == global_step) return;
+  last_scale_row_ = global_step;
+  append(global_step, "train", "loss_scale", scale);
+  append(global_step, "train", "skipped_steps", skipped_steps);
+  if (skipped_steps > logged_skips_) {
+    detail::log().info(
+        "step {}: loss scale {:.9g}; {:.9g} steps skipped so far (inf or NaN gradients: the scale "
+        "halves each time)",
+        global_step, scale, skipped_steps);
+  }
+  logged_skips_ = skipped_steps;
+}
+
 void TrainingLog::finish(std::uint64_t global_step, float loss) {
   // The curve ends at the last step even when it fell between two summaries.
   if (last_loss_row_ != global_step) append(global_step, "train", "loss", loss);

@@ -35,7 +35,8 @@ int terminal_columns();
 /// examples/s, ETA) and plain log lines (spdlog) otherwise, so a log file holds
 /// no carriage returns. metrics.csv is long-form, appended across runs:
 /// `step,phase,name,value` with phase "train" (loss, examples_per_s,
-/// steps_per_s) or "eval" (loss and every metric); loss.png plots the train
+/// steps_per_s; loss_scale and skipped_steps under loss scaling) or "eval"
+/// (loss and every metric); loss.png plots the train
 /// and eval losses from it.
 class TrainingLog {
  public:
@@ -57,6 +58,11 @@ class TrainingLog {
   /// The logging hook's report: a log line unless the bar shows it, and the
   /// examples/s and steps/s rows of metrics.csv.
   void rate(const StepRate& rate);
+  /// A loss-scaled run's scale and its count of skipped steps at
+  /// `global_step` (read with each rate report and at the end): metrics.csv
+  /// rows "loss_scale" and "skipped_steps" (once per step), and a log line
+  /// when steps were skipped since the last report.
+  void loss_scale(std::uint64_t global_step, double scale, double skipped_steps);
   /// The end of a training run: closes the bar, redraws loss.png.
   void finish(std::uint64_t global_step, float loss);
   /// An evaluation's results: a log line, metrics.csv rows, loss.png.
@@ -83,6 +89,8 @@ class TrainingLog {
   std::chrono::steady_clock::time_point started_, last_draw_;
   bool bar_open_ = false;
   std::optional<std::uint64_t> last_loss_row_;
+  double logged_skips_ = 0;  // skipped steps at the last loss_scale() report
+  std::optional<std::uint64_t> last_scale_row_;
 };
 
 }  // namespace vkt

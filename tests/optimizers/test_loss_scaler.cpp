@@ -162,6 +162,7 @@ TEST_CASE(
   CHECK(run({1, 1, 1}, {1, 1, 1}) == std::vector<float>{8192, 0});
   CHECK(g.values(scaler.scale_variable())[0] == 16384.0f);
   CHECK(g.values(scaler.good_steps_variable())[0] == 0.0f);
+  CHECK(g.values(scaler.skipped_steps_variable())[0] == 3.0f);  // three of six steps
 }
 
 TEST_CASE("loss scaler misuse is a vkt::Error naming the fix") {

@@ -4,9 +4,12 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <random>
+#include <set>
+#include <string>
 
 #include <vktower/runtime/vulkan/instance.h>
 #include <vktower/tower/estimator.h>
@@ -213,11 +216,26 @@ TEST_CASE(
       vkt::replicate_model_fn(vkt::test::adam_mlp,
                               {.devices = {0, 0}, .loss_scaling = LossScaling::Dynamic}),
       {.model_dir = dir.path.string(),
-       .log_step_count_steps = 0,
+       .log_step_count_steps = 2,
        .save_summary_steps = 0,
        .progress = false,
        .plot_loss = false});
   estimator.train(vkt::dataset_input(vkt::Dataset(columns), {.batch_size = kBatch}), {.steps = 5});
   CHECK(estimator.variable_value("loss_scale/scale").f32 == std::vector<float>{32768.0f});
+  CHECK(estimator.variable_value("loss_scale/skipped_steps").f32 == std::vector<float>{1.0f});
+  // metrics.csv has the scale and the skips, once per step, ending with the run's.
+  std::ifstream metrics(dir.path / "metrics.csv");
+  std::vector<std::string> scale_steps;
+  std::set<std::string> rows;
+  for (std::string line; std::getline(metrics, line);) {
+    if (line.find(",loss_scale,") != std::string::npos) {
+      scale_steps.push_back(line.substr(0, line.find(',')));
+    }
+    rows.insert(line);
+  }
+  CHECK(scale_steps.size() == std::set<std::string>(scale_steps.begin(), scale_steps.end()).size());
+  CHECK(scale_steps.size() >= 2);
+  CHECK(rows.contains("5,train,loss_scale,32768"));
+  CHECK(rows.contains("5,train,skipped_steps,1"));
   for (const float w : estimator.variable_value("hidden/kernel").f32) CHECK(std::isfinite(w));
 }
