@@ -18,7 +18,7 @@
 #include "sample_flags.h"
 
 /// --devices, --model-dir, --steps, --seed, --batch-size, --accumulate, --mpi,
-/// --precision, --loss-scale.
+/// --precision, --loss-scale, --exchange-dtype.
 struct SampleFlags {
   std::string devices = "all";
   std::string model_dir{};
@@ -29,6 +29,7 @@ struct SampleFlags {
   bool mpi = false;  // join the MPI world even when Open MPI's mpirun did not start us
   std::string precision = "fp32";
   std::string loss_scale = "auto";
+  std::string exchange_dtype = "fp32";
 };
 
 /// Adds the shared flags to `app`, with `flags` holding the sample's defaults.
@@ -60,6 +61,11 @@ inline void add_sample_flags(CLI::App& app, SampleFlags& flags, const char* seed
                  "inf or NaN gradient is skipped, the scale halved); auto = dynamic under fp16")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "dynamic", "off"}));
+  app.add_option("--exchange-dtype", flags.exchange_dtype,
+                 "fp32|fp16|bf16: the type gradients travel in between towers (half the bytes "
+                 "in fp16 or bf16, summed in f32; as PyTorch DDP's fp16 compression hook)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   app.add_flag("--mpi", flags.mpi,
                "one process of an MPI job (a launch by Open MPI's mpirun is noticed without "
                "it); see docs/DISTRIBUTED.md");
@@ -74,6 +80,12 @@ inline vkt::Precision precision_of(const SampleFlags& flags) {
 inline vkt::LossScaling loss_scaling_of(const SampleFlags& flags) {
   if (flags.loss_scale == "dynamic") return vkt::LossScaling::Dynamic;
   return flags.loss_scale == "off" ? vkt::LossScaling::Off : vkt::LossScaling::Auto;
+}
+
+/// ReplicateOptions::exchange_dtype from --exchange-dtype (checked by CLI11).
+inline vkt::DType exchange_dtype_of(const SampleFlags& flags) {
+  if (flags.exchange_dtype == "fp16") return vkt::DType::F16;
+  return flags.exchange_dtype == "bf16" ? vkt::DType::BF16 : vkt::DType::F32;
 }
 
 /// RunConfig::mpi from the flags: on with --mpi, else detected from the launch.

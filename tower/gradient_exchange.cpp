@@ -39,11 +39,12 @@ GradientBuckets plan_gradient_buckets(const std::vector<Tensor>& gradients,
 
 GradientExchange::GradientExchange(const std::vector<GradientDestination>& destinations,
                                    const std::vector<SparseRows>& sparse, int buckets,
-                                   std::size_t towers, int accumulate_steps)
+                                   std::size_t towers, int accumulate_steps, DType exchange)
     : buckets_(buckets) {
   for (const GradientDestination& d : destinations) {
-    reducers_.push_back(
-        d.sum.buffer == nullptr ? nullptr : std::make_unique<GradientReducer>(d.segments, d.sum));
+    reducers_.push_back(d.sum.buffer == nullptr
+                            ? nullptr
+                            : std::make_unique<GradientReducer>(d.segments, d.sum, 0, exchange));
   }
   sparse_in_.resize(towers);
   for (auto& per_micro_batch : sparse_in_) {

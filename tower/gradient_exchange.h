@@ -61,9 +61,10 @@ struct SparseRows {
 ///   if (last) { exchange.complete(summed, "step 7"); update.apply(summed); }
 class GradientExchange {
  public:
+  /// `exchange`: the type the dense gradients travel in (GradientReducer).
   GradientExchange(const std::vector<GradientDestination>& destinations,
                    const std::vector<SparseRows>& sparse, int buckets, std::size_t towers,
-                   int accumulate_steps);
+                   int accumulate_steps, DType exchange = DType::F32);
   ~GradientExchange();
   GradientExchange(const GradientExchange&) = delete;
   GradientExchange& operator=(const GradientExchange&) = delete;

@@ -110,8 +110,10 @@ std::vector<Window> windows_of(const std::vector<GradientReducer::Segment>& segm
 
 }  // namespace
 
-GradientReducer::GradientReducer(std::vector<BufferRange> tower_gradients, Device& consolidation)
+GradientReducer::GradientReducer(std::vector<BufferRange> tower_gradients, Device& consolidation,
+                                 DType exchange)
     : bytes_(checked_bytes(tower_gradients)),
+      exchange_(exchange),
       sum_(consolidation, round16(bytes_)),
       destination_(sum_) {
   build(whole(tower_gradients), 0);
@@ -129,8 +131,9 @@ GradientReducer::GradientReducer(std::vector<BufferRange> tower_gradients, Buffe
 }
 
 GradientReducer::GradientReducer(const std::vector<std::vector<Segment>>& towers,
-                                 BufferRange destination, std::size_t max_binding_bytes)
-    : bytes_(destination.size()), destination_(destination) {
+                                 BufferRange destination, std::size_t max_binding_bytes,
+                                 DType exchange)
+    : bytes_(destination.size()), exchange_(exchange), destination_(destination) {
   check_segments(towers, destination.size());
   build(towers, max_binding_bytes);
 }
@@ -157,12 +160,20 @@ void GradientReducer::build(const std::vector<std::vector<Segment>>& towers,
                     "binding of {} bytes",
                     n, limit));
   }
+  if (exchange_ != DType::F32 && !is_half(exchange_)) {
+    throw Error(fmt::format("GradientReducer: gradients travel as f32, f16 or bf16, not {}",
+                            to_string(exchange_)));
+  }
+  const bool half = exchange_ != DType::F32;
   const std::vector<Window> windows = windows_of(towers[0], cap);
+  // A window's f32 stretch, and its slice of gathered_ (half the bytes when half).
+  const auto len_of = [&](std::size_t w) { return round16(windows[w].hi - windows[w].lo); };
+  const auto slice_of = [&](std::size_t w) { return half ? round16(len_of(w) / 2) : len_of(w); };
   std::vector<std::size_t> base;  // per window, where its slices start in gathered_
   std::size_t gathered_bytes = 0;
-  for (const Window& w : windows) {
+  for (std::size_t w = 0; w < windows.size(); ++w) {
     base.push_back(gathered_bytes);
-    gathered_bytes += n * round16(w.hi - w.lo);
+    gathered_bytes += n * slice_of(w);
   }
   gathered_ = Buffer(device, std::max<std::size_t>(gathered_bytes, 16));
 
@@ -181,17 +192,27 @@ void GradientReducer::build(const std::vector<std::vector<Segment>>& towers,
     sums_.emplace_back(device);
     sums_into_.emplace_back(device);
   }
-  const Kernel& kernel = device.kernel({.shader = "add_n", .local_size = {256, 1, 1}});
-  const Kernel& into = device.kernel({.shader = "add_n_into", .local_size = {256, 1, 1}});
+  const std::uint32_t type = exchange_ == DType::F16 ? 1u : 2u;
+  const Kernel& kernel =
+      half ? device.kernel({.shader = "add_n_half",
+                            .local_size = {256, 1, 1},
+                            .constants = {SpecConstant::u32(1, type), SpecConstant::u32(2, 0)}})
+           : device.kernel({.shader = "add_n", .local_size = {256, 1, 1}});
+  const Kernel& into =
+      half ? device.kernel({.shader = "add_n_half",
+                            .local_size = {256, 1, 1},
+                            .constants = {SpecConstant::u32(1, type), SpecConstant::u32(2, 1)}})
+           : device.kernel({.shader = "add_n_into", .local_size = {256, 1, 1}});
   for (std::size_t w = 0; w < windows.size(); ++w) {
-    const std::size_t len = round16(windows[w].hi - windows[w].lo);
+    const std::size_t len = len_of(w);
+    // The stride between slices: vec4s of f32, or uvec2s of 4 halves.
     struct {
       std::uint32_t vectors, towers, stride;
     } push{static_cast<std::uint32_t>(len / 16), static_cast<std::uint32_t>(n),
-           static_cast<std::uint32_t>(len / 16)};
+           static_cast<std::uint32_t>(slice_of(w) / (half ? 8 : 16))};
     const auto b = static_cast<std::size_t>(windows[w].bucket);
     const std::vector<BufferRange> bindings{
-        BufferRange(gathered_, base[w], n * len),
+        BufferRange(gathered_, base[w], n * slice_of(w)),
         BufferRange(*destination_.buffer, destination_.offset + windows[w].lo, len)};
     const auto bytes = std::as_bytes(std::span(&push, 1));
     sums_[b].dispatch(kernel, bindings, bytes, Stream::linear_groups(kernel, push.vectors));
@@ -199,34 +220,83 @@ void GradientReducer::build(const std::vector<std::vector<Segment>>& towers,
   }
 
   // Each tower's pieces, merged into one copy where they are contiguous on both
-  // sides (a tower's whole bucket is usually one copy).
+  // sides (a tower's whole bucket is usually one copy); when half, only within
+  // a window (slices shrink to half their f32 stretch, rounded up to 16 bytes).
+  struct Run {
+    int bucket;
+    const Buffer* buffer;
+    std::size_t src, window, rel, bytes;  // rel: in the window's f32 stretch
+  };
+  // The copies and packs hold pointers to packed_'s buffers: no reallocation.
+  if (half) packed_.reserve(n), packs_.reserve(n);
   for (std::size_t t = 0; t < n; ++t) {
-    struct Run {
-      int bucket;
-      const Buffer* buffer;
-      std::size_t src, dst, bytes;
-    };
     std::vector<Run> runs;
     for (std::size_t w = 0; w < windows.size(); ++w) {
-      const std::size_t len = round16(windows[w].hi - windows[w].lo);
       for (const Window::Piece& p : windows[w].pieces) {
         const Segment& s = towers[t][p.segment];
         const std::size_t src = s.source.offset + p.skip;
-        const std::size_t dst = base[w] + t * len + (s.offset + p.skip - windows[w].lo);
-        if (!runs.empty() && runs.back().bucket == windows[w].bucket &&
+        const std::size_t rel = s.offset + p.skip - windows[w].lo;
+        const bool follows =
+            !runs.empty() && runs.back().bucket == windows[w].bucket &&
             runs.back().buffer == s.source.buffer && runs.back().src + runs.back().bytes == src &&
-            runs.back().dst + runs.back().bytes == dst) {
+            (runs.back().window == w
+                 ? runs.back().rel + runs.back().bytes == rel
+                 : !half && base[runs.back().window] + t * len_of(runs.back().window) +
+                                    runs.back().rel + runs.back().bytes ==
+                                base[w] + t * len_of(w) + rel);
+        if (follows) {
           runs.back().bytes += p.bytes;
         } else {
-          runs.push_back({windows[w].bucket, s.source.buffer, src, dst, p.bytes});
+          runs.push_back({windows[w].bucket, s.source.buffer, src, w, rel, p.bytes});
         }
       }
     }
     copies_.emplace_back();
+    if (!half) {
+      for (const Run& r : runs) {
+        const std::size_t dst = base[r.window] + t * len_of(r.window) + r.rel;
+        copies_.back().push_back(
+            {r.bucket, std::make_unique<CrossDeviceCopy>(BufferRange(*r.buffer, r.src, r.bytes),
+                                                         BufferRange(gathered_, dst, r.bytes))});
+      }
+      continue;
+    }
+    // Half: each run packed on the tower's Device into packed_[t] (offsets at
+    // its binding alignment), then copied: its f32 values' halves, whole words.
+    Device& tower = runs.empty() ? device : runs.front().buffer->device();
+    const std::size_t align =
+        std::max<std::size_t>(16, tower.limits().minStorageBufferOffsetAlignment);
+    const auto align_up = [](std::size_t x, std::size_t a) { return (x + a - 1) / a * a; };
+    std::vector<std::size_t> at;
+    std::size_t packed_bytes = 0;
     for (const Run& r : runs) {
-      copies_.back().push_back(
-          {r.bucket, std::make_unique<CrossDeviceCopy>(BufferRange(*r.buffer, r.src, r.bytes),
-                                                       BufferRange(gathered_, r.dst, r.bytes))});
+      at.push_back(packed_bytes);
+      packed_bytes = align_up(packed_bytes + (r.bytes / 4 + 1) / 2 * 4, align);
+    }
+    packed_.emplace_back(tower, std::max<std::size_t>(packed_bytes, 16));
+    packs_.emplace_back();
+    for (int b = 0; b < buckets; ++b) packs_.back().emplace_back(tower);
+    const Kernel& pack = tower.kernel({.shader = "pack_half",
+                                       .local_size = {256, 1, 1},
+                                       .constants = {SpecConstant::u32(1, type)}});
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      const Run& r = runs[i];
+      const std::size_t source_align =
+          std::max<std::size_t>(4, r.buffer->device().limits().minStorageBufferOffsetAlignment);
+      const std::size_t from = r.src / source_align * source_align;
+      const std::size_t words = (r.bytes / 4 + 1) / 2;
+      struct {
+        std::uint32_t count, first;
+      } push{static_cast<std::uint32_t>(r.bytes / 4),
+             static_cast<std::uint32_t>((r.src - from) / 4)};
+      const std::vector<BufferRange> bindings{BufferRange(*r.buffer, from, r.src + r.bytes - from),
+                                              BufferRange(packed_.back(), at[i], words * 4)};
+      packs_.back()[static_cast<std::size_t>(r.bucket)].dispatch(
+          pack, bindings, std::as_bytes(std::span(&push, 1)), Stream::linear_groups(pack, words));
+      const std::size_t dst = base[r.window] + t * slice_of(r.window) + r.rel / 2;
+      copies_.back().push_back({r.bucket, std::make_unique<CrossDeviceCopy>(
+                                              BufferRange(packed_.back(), at[i], words * 4),
+                                              BufferRange(gathered_, dst, words * 4))});
     }
   }
   arrived_.assign(static_cast<std::size_t>(buckets), 0);
@@ -241,9 +311,14 @@ void GradientReducer::arrive(std::size_t tower, int bucket, const Ticket& ready)
   }
   if (bucket >= buckets()) return;  // none of this reducer's segments travel in it
   const auto b = static_cast<std::size_t>(bucket);
+  // A half exchange packs the bucket on the tower's Device first.
+  Ticket packed = ready;
+  if (!packs_.empty() && packs_[tower][b].command_count() != 0) {
+    packed = packs_[tower][b].submit({&ready, 1});
+  }
   for (const Copy& c : copies_[tower]) {
     if (c.bucket != bucket) continue;
-    const Ticket copied = c.copy->start({&ready, 1})[0];
+    const Ticket copied = c.copy->start({&packed, 1})[0];
     std::lock_guard lock(mutex_);
     arrivals_[b].push_back(copied);
   }

@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "../runtime/graph/shape.h"
 #include "../runtime/vulkan/buffer.h"
 #include "../runtime/vulkan/cross_device_copy.h"
 #include "../runtime/vulkan/stream.h"
@@ -24,6 +25,9 @@ namespace vkt {
 /// backward passes go on. Built once, run every step: the staging buffers,
 /// copies and recorded sums are reused. A tower on the consolidation device's
 /// own Device hands its gradients over with a device copy, never through the host.
+/// With a half `exchange` type (ReplicateOptions::exchange_dtype) each tower
+/// first packs its bucket to f16 or bf16 on its own device (nearest-even), so
+/// half the bytes travel, and the sum widens them exactly and adds in f32.
 ///
 ///   vkt::GradientReducer reduce(tower_arenas, master_device);
 ///   vkt::Ticket summed = reduce.run(backward_tickets);
@@ -32,7 +36,8 @@ class GradientReducer {
  public:
   /// All ranges must have the same size (every tower runs the same model). The
   /// sum goes to a buffer of its own on `consolidation` (sum()). One bucket.
-  GradientReducer(std::vector<BufferRange> tower_gradients, Device& consolidation);
+  GradientReducer(std::vector<BufferRange> tower_gradients, Device& consolidation,
+                  DType exchange = DType::F32);
   /// The same, summing straight into `destination` (e.g. the master's gradient
   /// arena), whose size must be the towers' rounded up to 16 bytes.
   GradientReducer(std::vector<BufferRange> tower_gradients, BufferRange destination);
@@ -50,7 +55,7 @@ class GradientReducer {
   /// binds at most Device::max_storage_buffer_range() (or `max_binding_bytes`
   /// where smaller and not 0): bigger buckets are summed in several dispatches.
   GradientReducer(const std::vector<std::vector<Segment>>& towers, BufferRange destination,
-                  std::size_t max_binding_bytes = 0);
+                  std::size_t max_binding_bytes = 0, DType exchange = DType::F32);
 
   /// Gathers and sums everything; `ready[i]` is tower i's ticket for the work
   /// that wrote its gradients (empty tickets are fine). The returned ticket, on
@@ -101,16 +106,22 @@ class GradientReducer {
     int bucket;
     std::unique_ptr<CrossDeviceCopy> copy;
   };
+
   void build(const std::vector<std::vector<Segment>>& towers, std::size_t max_binding_bytes);
   static std::vector<std::vector<Segment>> whole(const std::vector<BufferRange>& ranges);
 
   std::size_t bytes_;
+  DType exchange_ = DType::F32;
   Buffer gathered_;  // per summing window: every tower's slice, one after another
   Buffer sum_;       // when no destination was given
   BufferRange destination_;
   std::vector<std::vector<Copy>> copies_;  // per tower, in bucket order
-  std::vector<Stream> sums_;               // per bucket (empty stream: nothing to sum)
-  std::vector<Stream> sums_into_;          // per bucket, adding to the destination
+  // A half exchange: per tower, its packed gradients (on its Device), and per
+  // tower and bucket the packing, which each copy of the bucket waits for.
+  std::vector<Buffer> packed_;
+  std::vector<std::vector<Stream>> packs_;
+  std::vector<Stream> sums_;       // per bucket (empty stream: nothing to sum)
+  std::vector<Stream> sums_into_;  // per bucket, adding to the destination
   bool accumulate_ = false;
   std::vector<std::pair<std::size_t, std::size_t>> bucket_spans_;  // per bucket, in the destination
   std::function<void(int, const Ticket&)> on_summed_;

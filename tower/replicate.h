@@ -85,6 +85,15 @@ struct ReplicateOptions {
   LossScaling loss_scaling = LossScaling::Auto;
   /// The scale's first value and growth interval, when scaled.
   LossScaleOptions loss_scale{};
+  /// The type the towers' dense gradients travel in to the consolidation
+  /// device (the samples' --exchange-dtype): F32, or F16 / BF16, half the
+  /// bytes (PyTorch DDP's fp16 compression hook). Each tower rounds its
+  /// gradients (already divided by the tower count: each tower's loss is)
+  /// to the half type on its own device; the sum widens them exactly and adds
+  /// in f32, in tower order, so runs stay bit-identical. Only gradients that
+  /// travel are rounded: one tower without loss scaling keeps f32. Sparse
+  /// rows, and the sums between processes, stay f32.
+  DType exchange_dtype = DType::F32;
   /// How every device of the run is made (towers and consolidation); default:
   /// DeviceOptions::from_environment() (VKT_FORCE_STAGING) with cache_dir =
   /// default_cache_dir() (the user's cache directory, VKT_CACHE_DIR=off: none).

@@ -72,6 +72,11 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
   if (options.bucket_bytes == 0) {
     throw Error("ReplicateOptions::bucket_bytes is 0; give the bucket size in bytes (e.g. 4 MiB)");
   }
+  if (options.exchange_dtype == DType::I32) {
+    throw Error(
+        "ReplicateOptions::exchange_dtype is i32; gradients travel as F32, F16 or BF16 (the "
+        "samples' --exchange-dtype fp32|fp16|bf16)");
+  }
   distribution_ = root.distribution();
   if (distribution_.accumulate_steps < 1) {
     throw Error(fmt::format(
@@ -268,7 +273,8 @@ void TowerRun::build_training(const Instance& root, const std::vector<std::uint3
   update_ = std::make_unique<WeightUpdate>(*towers_, *calls_, buckets, placement, processes(),
                                            rank(), accumulate_, std::move(mirrored));
   exchange_ = std::make_unique<GradientExchange>(update_->destinations(), update_->sparse_rows(),
-                                                 buckets.count, towers_->size(), accumulate_);
+                                                 buckets.count, towers_->size(), accumulate_,
+                                                 options_.exchange_dtype);
   build_losses();
 }
 

@@ -104,7 +104,8 @@ int main(int argc, char** argv) {
     vkt::Estimator estimator(
         vkt::replicate_model_fn(digits_model, {.devices = towers.devices,
                                                .precision = precision_of(flags),
-                                               .loss_scaling = loss_scaling_of(flags)}),
+                                               .loss_scaling = loss_scaling_of(flags),
+                                               .exchange_dtype = exchange_dtype_of(flags)}),
         {.model_dir = flags.model_dir,
          .random_seed = flags.seed,
          .accumulate_steps = flags.accumulate,

@@ -172,7 +172,8 @@ int run(MnistFlags& flags, Clock::time_point started) {
   vkt::Estimator estimator(
       vkt::replicate_model_fn(mnist_model_fn, {.devices = towers.devices,
                                                .precision = precision_of(flags.common),
-                                               .loss_scaling = loss_scaling_of(flags.common)}),
+                                               .loss_scaling = loss_scaling_of(flags.common),
+                                               .exchange_dtype = exchange_dtype_of(flags.common)}),
       {.model_dir = common.model_dir,
        .random_seed = common.seed,
        .accumulate_steps = common.accumulate,

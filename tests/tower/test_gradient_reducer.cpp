@@ -1,7 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <bit>
 #include <memory>
 
+#include <vktower/runtime/graph/half.h>
 #include <vktower/runtime/vulkan/buffer.h>
 #include <vktower/runtime/vulkan/device.h>
 #include <vktower/runtime/vulkan/instance.h>
@@ -116,4 +118,64 @@ TEST_CASE(
     reducer.abandon();
     reducer.set_accumulate(false);
   }
+}
+
+TEST_CASE(
+    "the gradient reducer's half exchange: each tower's gradients rounded to f16 or bf16 on its "
+    "device, summed in f32 in tower order, bit for bit, in windows and buckets, accumulating") {
+  const int towers = GENERATE(1, 3);
+  const bool staged = GENERATE(false, true);
+  const vkt::DType half = GENERATE(vkt::DType::F16, vkt::DType::BF16);
+  INFO(towers << " towers, staged " << staged << ", " << vkt::to_string(half));
+  vkt::Instance instance;
+  std::vector<std::unique_ptr<vkt::Device>> devices;
+  for (int t = 0; t < towers; ++t) {
+    devices.push_back(
+        std::make_unique<vkt::Device>(instance, 0, vkt::DeviceOptions{.force_staging = staged}));
+  }
+  vkt::Device consolidation(instance, 0, vkt::DeviceOptions{.force_staging = staged});
+  // Two gradients (odd counts, the second at an offset) in two buckets, and
+  // windows of 1 KiB: pieces split mid-gradient, runs packed one by one.
+  const std::size_t n0 = 1001, n1 = 333, offset1 = 4096 + 32;
+  const std::size_t dest_bytes = (offset1 + n1 * 4 + 15) / 16 * 16;
+  std::vector<vkt::Buffer> arenas;
+  arenas.reserve(static_cast<std::size_t>(towers));  // the segments point at them
+  std::vector<std::vector<vkt::GradientReducer::Segment>> segments;
+  for (int t = 0; t < towers; ++t) {
+    arenas.emplace_back(*devices[t], 8192);
+    segments.push_back({{vkt::BufferRange(arenas.back(), 32, n0 * 4), 0, 0},
+                        {vkt::BufferRange(arenas.back(), 4100, n1 * 4), offset1, 1}});
+  }
+  vkt::Buffer destination(consolidation, dest_bytes);
+  vkt::GradientReducer reducer(segments, vkt::BufferRange(destination), 1024 * towers, half);
+  std::vector<float> expected(dest_bytes / 4, 0.0f);
+  for (const bool accumulate : {false, true}) {
+    std::vector<std::vector<float>> host;
+    for (int t = 0; t < towers; ++t) {
+      host.push_back(vkt::test::random_floats(n0 + n1, 11 * t + accumulate, -1000.0f, 1000.0f));
+      host.back()[5] = 1e6f;  // past f16's range: infinity there, finite in bf16
+      arenas[t].upload(std::span<const float>(host.back()).first(n0), 32);
+      arenas[t].upload(std::span<const float>(host.back()).subspan(n0), 4100);
+    }
+    reducer.set_accumulate(accumulate);
+    reducer.run({}).wait();
+    const std::vector<float> got = destination.download<float>();
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < n0 + n1; ++i) {
+      const std::size_t at = i < n0 ? i : offset1 / 4 + (i - n0);
+      float sum = accumulate ? expected[at] : 0.0f;
+      for (int t = 0; t < towers; ++t) {
+        const float rounded =
+            vkt::from_half(vkt::to_half(std::vector<float>{host[t][i]}, half), half)[0];
+        sum = (t == 0 && !accumulate) ? rounded : sum + rounded;
+      }
+      expected[at] = sum;
+      wrong += std::bit_cast<std::uint32_t>(got[at]) != std::bit_cast<std::uint32_t>(sum);
+    }
+    CHECK(wrong == 0);
+  }
+  CHECK_THAT(vkt::test::error_of([&] {
+               vkt::GradientReducer r(segments, vkt::BufferRange(destination), 0, vkt::DType::I32);
+             }),
+             Contains("f32, f16 or bf16"));
 }
