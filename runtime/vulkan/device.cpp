@@ -20,20 +20,7 @@
 #include "pipeline_cache.h"
 
 namespace vkt {
-namespace {
-
-bool has_device_extension(VkPhysicalDevice physical, const char* name) {
-  std::uint32_t count = 0;
-  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
-  std::vector<VkExtensionProperties> extensions(count);
-  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, extensions.data());
-  for (const VkExtensionProperties& e : extensions) {
-    if (std::strcmp(e.extensionName, name) == 0) return true;
-  }
-  return false;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 MatmulKernels parse_matmul_kernels(std::string_view text, std::string_view source) {
   if (text == "auto") return MatmulKernels::Auto;
@@ -127,14 +114,15 @@ Device::Device(Instance& instance, std::uint32_t index, DeviceOptions options)
   const bool core_timeline = info_.api_version_raw >= VK_API_VERSION_1_2;
   if (!core_timeline) extensions.push_back(VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME);
   // The spec requires enabling portability_subset wherever it is offered (MoltenVK).
-  if (has_device_extension(physical_, "VK_KHR_portability_subset")) {
+  if (detail::has_device_extension(physical_, "VK_KHR_portability_subset")) {
     extensions.push_back("VK_KHR_portability_subset");
   }
 
   // Host memory import: every device of a cross-device copy then reads and
   // writes one host allocation (CrossDeviceCopy), no memcpy between them.
-  const bool imports = options_.import_host_memory && info_.api_version_raw >= VK_API_VERSION_1_1 &&
-                       has_device_extension(physical_, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+  const bool imports =
+      options_.import_host_memory && info_.api_version_raw >= VK_API_VERSION_1_1 &&
+      detail::has_device_extension(physical_, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
   if (imports) {
     extensions.push_back(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
     VkPhysicalDeviceExternalMemoryHostPropertiesEXT host{};

@@ -13,16 +13,28 @@
 
 using Catch::Matchers::Contains;
 
-TEST_CASE("the gradient reducer sums every tower's arena in tower order, bit for bit") {
-  const int towers = GENERATE(1, 2, 3, 4);
-  const bool staged = GENERATE(false, true);  // a discrete GPU's path: staging and copy commands
-  INFO(towers << " towers, staged " << staged);
-  vkt::Instance instance;
+namespace {
+
+/// One Device per tower on device 0; `staged`: a discrete GPU's path
+/// (staging buffers and copy commands).
+std::vector<std::unique_ptr<vkt::Device>> tower_devices(vkt::Instance& instance, int towers,
+                                                        bool staged) {
   std::vector<std::unique_ptr<vkt::Device>> devices;
   for (int t = 0; t < towers; ++t) {
     devices.push_back(
         std::make_unique<vkt::Device>(instance, 0, vkt::DeviceOptions{.force_staging = staged}));
   }
+  return devices;
+}
+
+}  // namespace
+
+TEST_CASE("the gradient reducer sums every tower's arena in tower order, bit for bit") {
+  const int towers = GENERATE(1, 2, 3, 4);
+  const bool staged = GENERATE(false, true);  // a discrete GPU's path: staging and copy commands
+  INFO(towers << " towers, staged " << staged);
+  vkt::Instance instance;
+  const auto devices = tower_devices(instance, towers, staged);
   vkt::Device consolidation(instance, 0, vkt::DeviceOptions{.force_staging = staged});
   const std::size_t n = 10003;  // not a multiple of 4
   std::vector<std::vector<float>> host;
@@ -75,11 +87,7 @@ TEST_CASE(
   const bool staged = GENERATE(false, true);
   INFO(towers << " towers, staged " << staged);
   vkt::Instance instance;
-  std::vector<std::unique_ptr<vkt::Device>> devices;
-  for (int t = 0; t < towers; ++t) {
-    devices.push_back(
-        std::make_unique<vkt::Device>(instance, 0, vkt::DeviceOptions{.force_staging = staged}));
-  }
+  const auto devices = tower_devices(instance, towers, staged);
   vkt::Device consolidation(instance, 0, vkt::DeviceOptions{.force_staging = staged});
   const std::size_t n = 1001;
   std::vector<vkt::Buffer> arenas;
@@ -128,11 +136,7 @@ TEST_CASE(
   const vkt::DType half = GENERATE(vkt::DType::F16, vkt::DType::BF16);
   INFO(towers << " towers, staged " << staged << ", " << vkt::to_string(half));
   vkt::Instance instance;
-  std::vector<std::unique_ptr<vkt::Device>> devices;
-  for (int t = 0; t < towers; ++t) {
-    devices.push_back(
-        std::make_unique<vkt::Device>(instance, 0, vkt::DeviceOptions{.force_staging = staged}));
-  }
+  const auto devices = tower_devices(instance, towers, staged);
   vkt::Device consolidation(instance, 0, vkt::DeviceOptions{.force_staging = staged});
   // Two gradients (odd counts, the second at an offset) in two buckets, and
   // windows of 1 KiB: pieces split mid-gradient, runs packed one by one.

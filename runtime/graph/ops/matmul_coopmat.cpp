@@ -13,6 +13,7 @@
 #include "../../vulkan/device.h"
 #include "../../vulkan/stream.h"
 #include "../half.h"
+#include "matmul_tiles.h"
 
 namespace vkt {
 namespace {
@@ -56,16 +57,7 @@ double time_tile(Device& device, const CooperativeTile& tile, const Buffer& a, c
     stream.dispatch(kernel, {a, b, c}, Push{n, n, n}, coopmat_groups(tile, n, n, 1));
   }
   const std::size_t t1 = stamps ? stream.timestamp() : 0;
-  stream.run();
-  double best = std::numeric_limits<double>::infinity();
-  for (int r = 0; r < 3; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    stream.run();
-    const double wall =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    best = std::min(best, stamps ? stream.elapsed_ns(t0, t1) * 1e-9 : wall);
-  }
-  return best;
+  return fastest_run_seconds(stream, stamps, t0, t1, 3);
 }
 
 /// Every transpose, a batch of 2, sizes no tile divides.

@@ -117,6 +117,10 @@ TiledShape tiled_shape_for(Device& device, std::uint32_t m, std::uint32_t n, std
 double time_tiled_shape(Device& device, const TiledShape& shape, const Buffer& a, const Buffer& b,
                         const Buffer& c, std::uint32_t n, int dispatches, int reps = 3);
 
+/// The fastest of `reps` runs of `stream` after a warm-up, in seconds: between
+/// its timestamps `t0` and `t1` where `stamps`, else the wall time of run.
+double fastest_run_seconds(Stream& stream, bool stamps, std::size_t t0, std::size_t t1, int reps);
+
 /// Times C = A * B at `size`^3 with every candidate that fits `device`
 /// (device timestamps where the device has them, else wall time), stores the
 /// fastest in the device's TuningCache and returns it (a shape already stored

@@ -34,7 +34,11 @@ double time_tiled_shape(Device& device, const TiledShape& shape, const Buffer& a
   const std::size_t t0 = stamps ? stream.timestamp() : 0;
   for (int i = 0; i < dispatches; ++i) stream.dispatch(kernel, {a, b, c}, Push{n, n, n}, groups);
   const std::size_t t1 = stamps ? stream.timestamp() : 0;
-  stream.run();
+  return fastest_run_seconds(stream, stamps, t0, t1, reps);
+}
+
+double fastest_run_seconds(Stream& stream, bool stamps, std::size_t t0, std::size_t t1, int reps) {
+  stream.run();  // warm-up
   double best = std::numeric_limits<double>::infinity();
   for (int r = 0; r < reps; ++r) {
     const auto start = std::chrono::steady_clock::now();

@@ -60,17 +60,6 @@ DeviceType device_type(VkPhysicalDeviceType t) {
   }
 }
 
-bool offers_extension(VkPhysicalDevice physical, const char* name) {
-  std::uint32_t count = 0;
-  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
-  std::vector<VkExtensionProperties> extensions(count);
-  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, extensions.data());
-  for (const VkExtensionProperties& e : extensions) {
-    if (std::strcmp(e.extensionName, name) == 0) return true;
-  }
-  return false;
-}
-
 /// The f16 x f16 -> f32 subgroup products of VK_NV_cooperative_matrix, where
 /// the device has everything the cooperative kernels use (their SPIR-V
 /// declares Float16, StorageBuffer16BitAccess and the Vulkan memory model).
@@ -78,7 +67,7 @@ std::vector<CooperativeShape> cooperative_f16_shapes(VkInstance instance, VkPhys
                                                      std::uint32_t api_version,
                                                      bool storage_16bit) {
   if (api_version < VK_API_VERSION_1_2 || !storage_16bit ||
-      !offers_extension(physical, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
+      !has_device_extension(physical, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
     return {};
   }
   VkPhysicalDeviceCooperativeMatrixFeaturesNV cooperative{};
@@ -118,6 +107,17 @@ std::vector<CooperativeShape> cooperative_f16_shapes(VkInstance instance, VkPhys
 }
 
 }  // namespace
+
+bool has_device_extension(VkPhysicalDevice physical, const char* name) {
+  std::uint32_t count = 0;
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
+  std::vector<VkExtensionProperties> extensions(count);
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, extensions.data());
+  for (const VkExtensionProperties& e : extensions) {
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  }
+  return false;
+}
 
 QueueFamilies find_queue_families(VkPhysicalDevice physical) {
   std::uint32_t count = 0;

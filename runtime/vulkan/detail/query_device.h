@@ -10,6 +10,9 @@ namespace vkt::detail {
 /// `instance` resolves the extension queries (cooperative matrices).
 DeviceInfo query_device_info(VkInstance instance, VkPhysicalDevice physical, std::uint32_t index);
 
+/// Whether `physical` offers device extension `name`.
+bool has_device_extension(VkPhysicalDevice physical, const char* name);
+
 /// Queue families a Device uses: compute (always) and a transfer-only family if any.
 struct QueueFamilies {
   std::uint32_t compute = UINT32_MAX;
