@@ -18,7 +18,7 @@
 #include "sample_flags.h"
 
 /// --devices, --model-dir, --steps, --seed, --batch-size, --accumulate, --mpi,
-/// --precision, --loss-scale, --exchange-dtype.
+/// --precision, --loss-scale, --exchange-dtype, --weight-copy-dtype.
 struct SampleFlags {
   std::string devices = "all";
   std::string model_dir{};
@@ -30,6 +30,7 @@ struct SampleFlags {
   std::string precision = "fp32";
   std::string loss_scale = "auto";
   std::string exchange_dtype = "fp32";
+  std::string weight_copy_dtype = "fp32";
 };
 
 /// Adds the shared flags to `app`, with `flags` holding the sample's defaults.
@@ -66,6 +67,11 @@ inline void add_sample_flags(CLI::App& app, SampleFlags& flags, const char* seed
                  "in fp16 or bf16, summed in f32; as PyTorch DDP's fp16 compression hook)")
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  app.add_option("--weight-copy-dtype", flags.weight_copy_dtype,
+                 "fp32|fp16|bf16: the type the new weights travel to the towers in (the "
+                 "consolidation device keeps f32 masters; the towers compute with the copies)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   app.add_flag("--mpi", flags.mpi,
                "one process of an MPI job (a launch by Open MPI's mpirun is noticed without "
                "it); see docs/DISTRIBUTED.md");
@@ -82,10 +88,10 @@ inline vkt::LossScaling loss_scaling_of(const SampleFlags& flags) {
   return flags.loss_scale == "off" ? vkt::LossScaling::Off : vkt::LossScaling::Auto;
 }
 
-/// ReplicateOptions::exchange_dtype from --exchange-dtype (checked by CLI11).
-inline vkt::DType exchange_dtype_of(const SampleFlags& flags) {
-  if (flags.exchange_dtype == "fp16") return vkt::DType::F16;
-  return flags.exchange_dtype == "bf16" ? vkt::DType::BF16 : vkt::DType::F32;
+/// A dtype flag's value (fp32|fp16|bf16, checked by CLI11).
+inline vkt::DType dtype_flag(const std::string& value) {
+  if (value == "fp16") return vkt::DType::F16;
+  return value == "bf16" ? vkt::DType::BF16 : vkt::DType::F32;
 }
 
 /// RunConfig::mpi from the flags: on with --mpi, else detected from the launch.

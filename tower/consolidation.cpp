@@ -151,9 +151,17 @@ void WeightUpdate::build_master(Towers& towers, const OptimizerCalls& calls,
     }
     weights.emplace_back(t.graph->variable_arena());
   }
-  // The new weights are read once from the master and sent to every tower.
-  broadcast_ = std::make_unique<CrossDeviceCopy>(
-      BufferRange(master_->variable_arena(), 0, first.graph->variable_arena().size()), weights);
+  // The new weights are read once from the master and sent to every tower,
+  // the trainable ones in half where asked.
+  std::vector<WeightBroadcast::Range> trainable;
+  for (const Variable& v : first.graph->variables()) {
+    if (!v.trainable) continue;
+    const BufferRange r = first.graph->variable_range(v.tensor);
+    trainable.push_back({r.offset, r.size()});
+  }
+  weights_out_ = std::make_unique<WeightBroadcast>(
+      BufferRange(master_->variable_arena(), 0, first.graph->variable_arena().size()), weights,
+      trainable, placement.options->weight_copy_dtype);
   destinations_.push_back({by_offset.empty()
                                ? BufferRange()
                                : BufferRange(master_executor_->gradient_arena(), 0, dense_end),

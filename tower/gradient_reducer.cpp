@@ -8,6 +8,7 @@
 #include "../runtime/vulkan/device.h"
 #include "../runtime/vulkan/error.h"
 #include "../runtime/vulkan/kernel.h"
+#include "half_packing.h"
 
 namespace vkt {
 namespace {
@@ -268,31 +269,20 @@ void GradientReducer::build(const std::vector<std::vector<Segment>>& towers,
         std::max<std::size_t>(16, tower.limits().minStorageBufferOffsetAlignment);
     const auto align_up = [](std::size_t x, std::size_t a) { return (x + a - 1) / a * a; };
     std::vector<std::size_t> at;
-    std::size_t packed_bytes = 0;
+    std::size_t total = 0;
     for (const Run& r : runs) {
-      at.push_back(packed_bytes);
-      packed_bytes = align_up(packed_bytes + (r.bytes / 4 + 1) / 2 * 4, align);
+      at.push_back(total);
+      total = align_up(total + packed_bytes(r.bytes / 4), align);
     }
-    packed_.emplace_back(tower, std::max<std::size_t>(packed_bytes, 16));
+    packed_.emplace_back(tower, std::max<std::size_t>(total, 16));
     packs_.emplace_back();
     for (int b = 0; b < buckets; ++b) packs_.back().emplace_back(tower);
-    const Kernel& pack = tower.kernel({.shader = "pack_half",
-                                       .local_size = {256, 1, 1},
-                                       .constants = {SpecConstant::u32(1, type)}});
     for (std::size_t i = 0; i < runs.size(); ++i) {
       const Run& r = runs[i];
-      const std::size_t source_align =
-          std::max<std::size_t>(4, r.buffer->device().limits().minStorageBufferOffsetAlignment);
-      const std::size_t from = r.src / source_align * source_align;
-      const std::size_t words = (r.bytes / 4 + 1) / 2;
-      struct {
-        std::uint32_t count, first;
-      } push{static_cast<std::uint32_t>(r.bytes / 4),
-             static_cast<std::uint32_t>((r.src - from) / 4)};
-      const std::vector<BufferRange> bindings{BufferRange(*r.buffer, from, r.src + r.bytes - from),
-                                              BufferRange(packed_.back(), at[i], words * 4)};
-      packs_.back()[static_cast<std::size_t>(r.bucket)].dispatch(
-          pack, bindings, std::as_bytes(std::span(&push, 1)), Stream::linear_groups(pack, words));
+      const std::size_t words = packed_bytes(r.bytes / 4) / 4;
+      record_pack_half(packs_.back()[static_cast<std::size_t>(r.bucket)],
+                       BufferRange(*r.buffer, r.src, r.bytes),
+                       BufferRange(packed_.back(), at[i], words * 4), exchange_);
       const std::size_t dst = base[r.window] + t * slice_of(r.window) + r.rel / 2;
       copies_.back().push_back({r.bucket, std::make_unique<CrossDeviceCopy>(
                                               BufferRange(packed_.back(), at[i], words * 4),

@@ -94,6 +94,14 @@ struct ReplicateOptions {
   /// travel are rounded: one tower without loss scaling keeps f32. Sparse
   /// rows, and the sums between processes, stay f32.
   DType exchange_dtype = DType::F32;
+  /// The type the new weights travel in from the consolidation device to
+  /// the towers (the samples' --weight-copy-dtype): F32, or F16 / BF16, half
+  /// the bytes. The master keeps f32 weights; the towers compute with the
+  /// trainable weights rounded to the half type (everything else, such as
+  /// moving averages and the loss scale, travels in f32). For
+  /// SharedLocalParameterServer, whose master sends weights; Mirrored sends
+  /// gradients and RoundRobin's shares send f32.
+  DType weight_copy_dtype = DType::F32;
   /// How every device of the run is made (towers and consolidation); default:
   /// DeviceOptions::from_environment() (VKT_FORCE_STAGING) with cache_dir =
   /// default_cache_dir() (the user's cache directory, VKT_CACHE_DIR=off: none).

@@ -77,6 +77,11 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
         "ReplicateOptions::exchange_dtype is i32; gradients travel as F32, F16 or BF16 (the "
         "samples' --exchange-dtype fp32|fp16|bf16)");
   }
+  if (options.weight_copy_dtype == DType::I32) {
+    throw Error(
+        "ReplicateOptions::weight_copy_dtype is i32; weights travel as F32, F16 or BF16 (the "
+        "samples' --weight-copy-dtype fp32|fp16|bf16)");
+  }
   distribution_ = root.distribution();
   if (distribution_.accumulate_steps < 1) {
     throw Error(fmt::format(

@@ -66,8 +66,8 @@ std::chrono::steady_clock::time_point WeightUpdate::apply(const GradientExchange
   // A model with state variables (batch norm's moving averages) has its
   // towers' state updates queued behind their gradients: the new weights
   // (and averages) land after them.
-  const std::span<const Ticket> arrived =
-      broadcast_->start({&applied, 1}, state_in_.empty() ? std::span<const Ticket>() : towers_done);
+  const std::span<const Ticket> arrived = weights_out_->start(
+      {&applied, 1}, state_in_.empty() ? std::span<const Ticket>() : towers_done);
   for (std::size_t i = 0; i < towers.size(); ++i) {
     towers.weights_arrive(i, arrived[i]);
     towers[i].graph->set_global_step(master_->global_step());
@@ -82,7 +82,7 @@ std::vector<Graph*> WeightUpdate::share_graphs() const {
 }
 
 void WeightUpdate::send_weights() {
-  if (master_) broadcast_->run();
+  if (master_) weights_out_->run();
 }
 
 std::vector<const Device*> WeightUpdate::own_devices() const {
@@ -96,6 +96,7 @@ std::vector<const Device*> WeightUpdate::own_devices() const {
 
 std::uint64_t WeightUpdate::host_waits() const {
   std::uint64_t waits = broadcast_ ? broadcast_->host_waits() : 0;
+  if (weights_out_) waits += weights_out_->host_waits();
   for (const Share& share : shares_) {
     for (const auto& copy : share.weights_back) waits += copy->host_waits();
   }

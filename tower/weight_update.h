@@ -13,6 +13,7 @@
 #include "../runtime/vulkan/device.h"
 #include "gradient_exchange.h"
 #include "replicate.h"
+#include "weight_broadcast.h"
 
 namespace vkt {
 
@@ -127,9 +128,9 @@ class WeightUpdate {
     std::vector<std::unique_ptr<CrossDeviceCopy>> weights_back;  // per variable, to every tower
   };
   std::vector<Share> shares_;
-  // The new weights (SharedLocalParameterServer) or the summed gradients
-  // (Mirrored), read once and sent to every tower.
+  // Mirrored: the summed gradients, read once and sent to every tower.
   std::unique_ptr<CrossDeviceCopy> broadcast_;
+  std::unique_ptr<WeightBroadcast> weights_out_;  // SharedLocalParameterServer's weights
   // Per sparse gradient of the master, its values' and its indices' ranges
   // (processes x k x n slots of a tower's rows; rank r's block is the
   // contiguous slots [r k n, (r + 1) k n)).

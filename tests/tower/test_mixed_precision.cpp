@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include <vktower/runtime/graph/half.h>
 #include <vktower/runtime/vulkan/instance.h>
 #include <vktower/tower/replicate.h>
 #include <vktower/tower/tower_run.h>
@@ -159,4 +160,54 @@ TEST_CASE(
                train(data, 2, Precision::F32, {}, vkt::LossScaling::Off, vkt::DType::I32);
              }),
              Contains("exchange_dtype is i32") && Contains("--exchange-dtype"));
+}
+
+TEST_CASE(
+    "weights copied to the towers in f16 and bf16: each tower holds the master's f32 weights "
+    "rounded, the rest exact, the same bits run to run, near the f32 copies") {
+  const Batches data;
+  vkt::Instance instance;
+  // The master's weights and tower 1's copies after kSteps, with fp16 loss
+  // scaling on (its scale, 2^16, is past f16's range: it must travel in f32).
+  const auto run = [&](vkt::DType copies) {
+    const auto replicated =
+        vkt::replicate_model_fn(vkt::test::adam_mlp, {.devices = {0, 0},
+                                                      .loss_scaling = vkt::LossScaling::Dynamic,
+                                                      .weight_copy_dtype = copies});
+    vkt::ModelContext root(instance, {{"x", {{kBatch, kIn}}}}, {{"y", {{kBatch}, vkt::DType::I32}}},
+                           {.seed = 9});
+    vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
+    for (std::size_t s = 0; s < data.xs.size(); ++s) spec.run->train_step(data.xs[s], data.ys[s]);
+    std::vector<std::vector<float>> master, tower;
+    vkt::Graph& g = spec.run->tower_graph(1);
+    for (const char* name :
+         {"hidden/kernel", "hidden/bias", "out/kernel", "out/bias", "loss_scale/scale"}) {
+      master.push_back(spec.run->variable(name));
+      tower.push_back(g.values(*g.find_variable(name)));
+    }
+    return std::pair{master, tower};
+  };
+  const auto [f32_master, f32_tower] = run(vkt::DType::F32);
+  CHECK(f32_tower == f32_master);
+  for (const vkt::DType half : {vkt::DType::F16, vkt::DType::BF16}) {
+    INFO(vkt::to_string(half));
+    const auto [master, tower] = run(half);
+    CHECK(run(half).first == master);
+    for (std::size_t v = 0; v < 4; ++v) {
+      INFO("variable " << v);
+      CHECK(tower[v] == vkt::from_half(vkt::to_half(master[v], half), half));
+      CHECK(tower[v] != master[v]);
+    }
+    CHECK(tower[4] == std::vector<float>{65536.0f});  // the loss scale, exact
+    const double u = half == vkt::DType::F16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+    const double distance = relative_distance(f32_master, master);
+    UNSCOPED_INFO("the master against the f32 copies' run: " << distance);
+    CHECK(distance > 0);
+    CHECK(distance <= u);
+  }
+  const auto replicated = vkt::replicate_model_fn(
+      vkt::test::adam_mlp, {.devices = {0, 0}, .weight_copy_dtype = vkt::DType::I32});
+  vkt::ModelContext root(instance, {{"x", {{kBatch, kIn}}}}, {{"y", {{kBatch}, vkt::DType::I32}}});
+  CHECK_THAT(vkt::test::error_of([&] { (void)replicated(root, {}, {}, vkt::Mode::Train, {}); }),
+             Contains("weight_copy_dtype is i32") && Contains("--weight-copy-dtype"));
 }
