@@ -94,6 +94,17 @@ inline vkt::DType dtype_flag(const std::string& value) {
   return value == "bf16" ? vkt::DType::BF16 : vkt::DType::F32;
 }
 
+/// The ReplicateOptions the shared flags set (--precision, --loss-scale,
+/// --exchange-dtype, --weight-copy-dtype), on `devices`.
+inline vkt::ReplicateOptions replicate_options(const SampleFlags& flags,
+                                               std::vector<std::uint32_t> devices) {
+  return {.devices = std::move(devices),
+          .precision = precision_of(flags),
+          .loss_scaling = loss_scaling_of(flags),
+          .exchange_dtype = dtype_flag(flags.exchange_dtype),
+          .weight_copy_dtype = dtype_flag(flags.weight_copy_dtype)};
+}
+
 /// RunConfig::mpi from the flags: on with --mpi, else detected from the launch.
 inline std::optional<bool> mpi_setting(const SampleFlags& flags) {
   return flags.mpi ? std::optional<bool>(true) : std::nullopt;

@@ -187,12 +187,7 @@ int main(int argc, char** argv) {
     model.steps = flags.steps;
     const Towers towers = resolve_devices(flags.devices);
     vkt::Estimator estimator(
-        vkt::replicate_model_fn(gpt_model,
-                                {.devices = towers.devices,
-                                 .precision = precision_of(flags),
-                                 .loss_scaling = loss_scaling_of(flags),
-                                 .exchange_dtype = dtype_flag(flags.exchange_dtype),
-                                 .weight_copy_dtype = dtype_flag(flags.weight_copy_dtype)}),
+        vkt::replicate_model_fn(gpt_model, replicate_options(flags, towers.devices)),
         {.model_dir = flags.model_dir,
          .random_seed = flags.seed,
          .log_step_count_steps = eval_every,

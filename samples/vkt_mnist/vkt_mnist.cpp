@@ -170,12 +170,7 @@ int run(MnistFlags& flags, Clock::time_point started) {
   const std::int64_t epoch_steps =
       std::max<std::int64_t>(1, train.size() / (common.batch_size * common.accumulate));
   vkt::Estimator estimator(
-      vkt::replicate_model_fn(mnist_model_fn,
-                              {.devices = towers.devices,
-                               .precision = precision_of(flags.common),
-                               .loss_scaling = loss_scaling_of(flags.common),
-                               .exchange_dtype = dtype_flag(flags.common.exchange_dtype),
-                               .weight_copy_dtype = dtype_flag(flags.common.weight_copy_dtype)}),
+      vkt::replicate_model_fn(mnist_model_fn, replicate_options(flags.common, towers.devices)),
       {.model_dir = common.model_dir,
        .random_seed = common.seed,
        .accumulate_steps = common.accumulate,

@@ -124,12 +124,7 @@ int main(int argc, char** argv) {
     const vkt::Dataset test = raw_test.map("x", standardize);
     const Towers towers = resolve_devices(flags.devices);
     vkt::Estimator estimator(
-        vkt::replicate_model_fn(wide_deep_model,
-                                {.devices = towers.devices,
-                                 .precision = precision_of(flags),
-                                 .loss_scaling = loss_scaling_of(flags),
-                                 .exchange_dtype = dtype_flag(flags.exchange_dtype),
-                                 .weight_copy_dtype = dtype_flag(flags.weight_copy_dtype)}),
+        vkt::replicate_model_fn(wide_deep_model, replicate_options(flags, towers.devices)),
         {.model_dir = flags.model_dir,
          .random_seed = flags.seed,
          .accumulate_steps = flags.accumulate,
