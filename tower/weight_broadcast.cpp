@@ -11,48 +11,60 @@
 namespace vkt {
 
 WeightBroadcast::WeightBroadcast(BufferRange master, std::vector<BufferRange> towers,
-                                 const std::vector<Range>& trainable, DType dtype)
-    : dtype_(dtype) {
+                                 const std::vector<Range>& trainable, DType dtype) {
   if (dtype != DType::F32 && !is_half(dtype)) {
     throw Error(
         fmt::format("weights travel to the towers as f32, f16 or bf16, not {}", to_string(dtype)));
   }
+  tickets_.resize(towers.size());
+  if (dtype == DType::F32 || trainable.empty()) {
+    f32_ = std::make_unique<CrossDeviceCopy>(master, towers);
+    return;
+  }
   const auto slice = [](const BufferRange& r, std::size_t offset, std::size_t bytes) {
     return BufferRange(*r.buffer, r.offset + offset, bytes);
   };
-  const auto copy_to_towers = [&](std::size_t offset, std::size_t bytes) {
-    std::vector<BufferRange> to;
-    for (const BufferRange& t : towers) to.push_back(slice(t, offset, bytes));
-    f32_.push_back(std::make_unique<CrossDeviceCopy>(slice(master, offset, bytes), to));
+  // The arena cut into pieces in order: each trainable weight (half) and the
+  // stretches between them (f32, copied as they are), each at a 16-byte slot
+  // of one packed buffer, so that a single copy carries a step's weights.
+  struct Piece {
+    std::size_t offset, bytes;
+    bool half;
+    std::size_t packed_at = 0;
   };
-  std::vector<Range> half = is_half(dtype) ? trainable : std::vector<Range>{};
-  std::sort(half.begin(), half.end(),
+  std::vector<Range> sorted = trainable;
+  std::sort(sorted.begin(), sorted.end(),
             [](const Range& a, const Range& b) { return a.offset < b.offset; });
-  // The f32 rest: the gaps between the half ranges.
+  std::vector<Piece> pieces;
   std::size_t at = 0;
-  for (const Range& r : half) {
+  for (const Range& r : sorted) {
     if (r.offset < at || r.offset + r.bytes > master.size()) {
       throw Error("internal: the trainable weights overlap or lie outside the arena");
     }
-    if (r.offset > at) copy_to_towers(at, r.offset - at);
+    if (r.offset > at) pieces.push_back({at, r.offset - at, false});
+    pieces.push_back({r.offset, r.bytes, true});
     at = r.offset + r.bytes;
   }
-  if (at < master.size()) copy_to_towers(at, master.size() - at);
-  tickets_.resize(towers.size());
-  if (half.empty()) return;
+  if (at < master.size()) pieces.push_back({at, master.size() - at, false});
+  const auto packed_size = [](const Piece& p) {
+    return p.half ? packed_bytes(p.bytes / 4) : p.bytes;
+  };
+  std::size_t total = 0;
+  for (Piece& p : pieces) {
+    p.packed_at = total;
+    total += (packed_size(p) + 15) / 16 * 16;
+  }
 
   Device& device = master.buffer->device();
-  std::vector<std::size_t> packed_at;
-  std::size_t total = 0;
-  for (const Range& r : half) {
-    packed_at.push_back(total);
-    total += (packed_bytes(r.bytes / 4) + 15) / 16 * 16;
-  }
   packed_.emplace(device, total);
   pack_.emplace(device);
-  for (std::size_t i = 0; i < half.size(); ++i) {
-    record_pack_half(*pack_, slice(master, half[i].offset, half[i].bytes),
-                     BufferRange(*packed_, packed_at[i], packed_bytes(half[i].bytes / 4)), dtype);
+  for (const Piece& p : pieces) {
+    const BufferRange to(*packed_, p.packed_at, packed_size(p));
+    if (p.half) {
+      record_pack_half(*pack_, slice(master, p.offset, p.bytes), to, dtype);
+    } else {
+      pack_->copy(slice(master, p.offset, p.bytes), to);
+    }
   }
   arrived_.reserve(towers.size());  // the copy and the streams point at them
   unpack_.reserve(towers.size());
@@ -61,11 +73,13 @@ WeightBroadcast::WeightBroadcast(BufferRange master, std::vector<BufferRange> to
     arrived_.emplace_back(t.buffer->device(), total);
     staging.emplace_back(arrived_.back());
     unpack_.emplace_back(t.buffer->device());
-    for (std::size_t i = 0; i < half.size(); ++i) {
-      record_unpack_half(
-          unpack_.back(),
-          BufferRange(arrived_.back(), packed_at[i], packed_bytes(half[i].bytes / 4)),
-          slice(t, half[i].offset, half[i].bytes), dtype);
+    for (const Piece& p : pieces) {
+      const BufferRange from(arrived_.back(), p.packed_at, packed_size(p));
+      if (p.half) {
+        record_unpack_half(unpack_.back(), from, slice(t, p.offset, p.bytes), dtype);
+      } else {
+        unpack_.back().copy(from, slice(t, p.offset, p.bytes));
+      }
     }
   }
   half_ = std::make_unique<CrossDeviceCopy>(BufferRange(*packed_), staging);
@@ -75,27 +89,19 @@ WeightBroadcast::~WeightBroadcast() = default;
 
 std::span<const Ticket> WeightBroadcast::start(std::span<const Ticket> master_ready,
                                                std::span<const Ticket> tower_after) {
-  // Per tower, everything its arena waits for: the f32 copies and the half bytes.
-  std::vector<std::vector<Ticket>> arrived(tickets_.size());
-  for (const auto& copy : f32_) {
-    const std::span<const Ticket> done = copy->start(master_ready, tower_after);
-    for (std::size_t t = 0; t < done.size(); ++t) arrived[t].push_back(done[t]);
-  }
-  if (!half_) {
-    for (std::size_t t = 0; t < tickets_.size(); ++t) {
-      // One f32 copy of the whole arena: its ticket is the tower's.
-      tickets_[t] = arrived[t].empty() ? Ticket{} : arrived[t].back();
-    }
+  if (f32_) {
+    const std::span<const Ticket> done = f32_->start(master_ready, tower_after);
+    std::copy(done.begin(), done.end(), tickets_.begin());
     return tickets_;
   }
   const Ticket packed = pack_->submit(master_ready);
-  // The staging copies are the tower's own buffers: only the widening waits
-  // for the tower's earlier work on its arena.
+  // The staging buffers are the copy's own: only the widening into a
+  // tower's arena waits for that tower's earlier work on it.
   const std::span<const Ticket> copied = half_->start({&packed, 1});
   for (std::size_t t = 0; t < tickets_.size(); ++t) {
-    arrived[t].push_back(copied[t]);
-    if (!tower_after.empty()) arrived[t].push_back(tower_after[t]);
-    tickets_[t] = unpack_[t].submit(arrived[t]);
+    std::vector<Ticket> waits{copied[t]};
+    if (!tower_after.empty()) waits.push_back(tower_after[t]);
+    tickets_[t] = unpack_[t].submit(waits);
   }
   return tickets_;
 }
@@ -105,9 +111,7 @@ void WeightBroadcast::run() {
 }
 
 std::uint64_t WeightBroadcast::host_waits() const {
-  std::uint64_t waits = half_ ? half_->host_waits() : 0;
-  for (const auto& copy : f32_) waits += copy->host_waits();
-  return waits;
+  return (f32_ ? f32_->host_waits() : 0) + (half_ ? half_->host_waits() : 0);
 }
 
 }  // namespace vkt

@@ -19,11 +19,11 @@ namespace vkt {
 /// Copies the master's variable arena (`master`, the towers' stretch of it)
 /// to every tower's (`towers`, same size). In f32 that is one broadcast
 /// (CrossDeviceCopy). With a half `dtype` (ReplicateOptions::weight_copy_dtype)
-/// the `trainable` ranges (byte offsets and sizes in the arena) are packed to
-/// f16 or bf16 on the master's Device, travel in half the bytes and are
-/// widened into each tower's arena on its Device; everything else (moving
-/// averages, the loss scale, whose 2^16 f16 cannot hold) travels in f32. The
-/// master keeps f32: only the towers' copies are rounded.
+/// the master's Device packs the `trainable` ranges (byte offsets and sizes in
+/// the arena) to f16 or bf16 and the rest as it is (moving averages; the loss
+/// scale, whose 2^16 f16 cannot hold) into one buffer; one broadcast carries
+/// it, and each tower's Device widens it back into its arena. The master
+/// keeps f32: only the towers' copies are rounded.
 ///
 ///   vkt::WeightBroadcast out(master_arena, tower_arenas, trainable, vkt::DType::BF16);
 ///   std::span<const vkt::Ticket> arrived = out.start({update_ticket});
@@ -46,10 +46,10 @@ class WeightBroadcast {
   std::uint64_t host_waits() const;
 
  private:
-  DType dtype_;
-  std::vector<std::unique_ptr<CrossDeviceCopy>> f32_;  // the whole arena, or the rest of it
+  std::unique_ptr<CrossDeviceCopy> f32_;  // f32: the whole arena
   // Half: the packing on the master, the packed bytes to every tower's
-  // staging, and per tower the widening into its arena.
+  // staging, and per tower the widening (and the f32 pieces' copies) into
+  // its arena.
   std::optional<Buffer> packed_;
   std::optional<Stream> pack_;
   std::unique_ptr<CrossDeviceCopy> half_;

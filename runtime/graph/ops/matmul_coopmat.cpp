@@ -78,6 +78,8 @@ bool passes_check(Device& device, const CooperativeTile& tile) {
 /// Checks every candidate, times the ones that pass at 2048^3 (smaller on a
 /// slow device), stores the fastest, or the failure, in the TuningCache.
 std::optional<CooperativeTile> tune_cooperative_tile(Device& device) {
+  const std::vector<CooperativeTile> candidates = cooperative_candidates(device.info());
+  if (candidates.empty()) return std::nullopt;  // e.g. no subgroup operations: none to try
   std::uint32_t size = 2048;
   while (std::uint64_t{size} * size * 2 > device.max_storage_buffer_range() && size > 256)
     size /= 2;
@@ -91,7 +93,7 @@ std::optional<CooperativeTile> tune_cooperative_tile(Device& device) {
   };
   std::optional<CooperativeTile> best;
   double best_seconds = std::numeric_limits<double>::infinity();
-  for (const CooperativeTile& tile : cooperative_candidates(device.info())) {
+  for (const CooperativeTile& tile : candidates) {
     if (best && elapsed() > 3.0)
       break;  // the best so far: the first candidates are the likely ones
     if (!passes_check(device, tile)) continue;
@@ -171,7 +173,8 @@ std::vector<CooperativeTile> cooperative_candidates(const DeviceInfo& info) {
 }
 
 std::optional<CooperativeTile> cooperative_tile(Device& device, DType dtype) {
-  if (dtype != DType::F16 || cooperative_candidates(device.info()).empty()) return std::nullopt;
+  // Called at every half matmul's recording: the common answer first.
+  if (dtype != DType::F16 || device.info().cooperative_f16.empty()) return std::nullopt;
   // One tuning run at a time in the process, as the tiled kernel's.
   static std::mutex tuning;
   const std::lock_guard lock(tuning);
