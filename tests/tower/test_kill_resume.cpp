@@ -125,7 +125,12 @@ TEST_CASE(
     const int status = wait_child(pid);
     logs += vkt::test::read_file(log);
     INFO("child status " << status << "; log:\n" << vkt::test::read_file(log));
-    CHECK(status == -SIGKILL);  // else it finished first
+    // Round 0's kill lands within the first half of the window. Round 1's
+    // child resumes part-way, so what it has left can be shorter than its
+    // delay when the machine runs faster than while the window was measured
+    // (a neighbour's load dropping): then it finishes first, which is a
+    // resume all the same (the final bits are checked below).
+    CHECK((status == -SIGKILL || (round == 1 && status == 0)));
   }
   REQUIRE(wait_child(start_child(model.string(), log)) == 0);
   logs += vkt::test::read_file(log);
