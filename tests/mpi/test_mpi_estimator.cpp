@@ -206,3 +206,44 @@ TEST_CASE(
   const float worst = vkt::test::worst_difference(many, one);
   CHECK(worst < 5e-5f);
 }
+
+TEST_CASE(
+    "a checkpoint of 2 processes x 1 tower resumes on 1 process x 4 towers, and one of 1 x 4 on "
+    "2 x 1, as the uninterrupted run goes on",
+    "[mpi][elastic]") {
+  const auto train = [](const std::string& dir, bool mpi, int towers, std::uint64_t to_step) {
+    vkt::Estimator estimator(
+        vkt::replicate_model_fn(mlp, {.devices = std::vector<std::uint32_t>(towers, 0)}),
+        {.model_dir = dir,
+         .random_seed = 5,
+         .save_checkpoints_steps = 0,
+         .log_step_count_steps = 0,
+         .progress = false,
+         .plot_loss = false,
+         .mpi = mpi},
+        {{"dropout", 0.3}});
+    const std::uint64_t reached = estimator.train(
+        vkt::dataset_input(
+            make_data(),
+            {.batch_size = 8, .epochs = 0, .shuffle_seed = 11, .drop_remainder = true}),
+        {.max_steps = to_step});
+    CHECK(reached == to_step);
+    return vkt::test::variables_of(estimator,
+                                   std::vector<const char*>{"hidden/kernel", "out/kernel"});
+  };
+  const bool chief = vkt::mpi_world().rank() == 0;
+  TempDir straight, there, back;  // each rank its own directories
+  // The uninterrupted run, on each rank alone.
+  const std::vector<float> whole = train(straight.path.string(), false, 1, 6);
+  // 2 x 1 -> 1 x 4: rank 0 alone resumes from the checkpoint it wrote.
+  train(there.path.string(), true, 1, 3);
+  if (chief) {
+    const float worst = vkt::test::worst_difference(train(there.path.string(), false, 4, 6), whole);
+    CHECK(worst < 2e-5f);
+  }
+  // 1 x 4 -> 2 x 1: every rank writes its own checkpoint; rank 0's is read and
+  // reaches rank 1 through MPI.
+  train(back.path.string(), false, 4, 3);
+  const float worst = vkt::test::worst_difference(train(back.path.string(), true, 1, 6), whole);
+  CHECK(worst < 2e-5f);
+}
