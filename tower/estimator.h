@@ -16,10 +16,25 @@
 
 namespace vkt {
 
+class DeviceLost;
 class ProcessGroup;
 class TowerDevicePool;
 class TowerRun;
 class TrainingLog;
+
+/// What train() does when a tower's device is lost (vkt::DeviceLost: the
+/// driver's VK_ERROR_DEVICE_LOST, a submit or a wait that fails). The step
+/// under way is given up, nothing of it applied to the saved state.
+enum class DeviceLossAction {
+  /// Stop with a vkt::DeviceLost naming the device, the tower and the last
+  /// checkpoint, which is intact: training again resumes from it.
+  Stop,
+  /// Restore the last checkpoint (or the initial variables, before the first)
+  /// and go on without the lost towers, with the same global batch and data
+  /// order, logging what was done; as a run started from that checkpoint on
+  /// the remaining towers would. One process only (across processes: Stop).
+  Continue,
+};
 
 /// tf.estimator.RunConfig.
 struct RunConfig {
@@ -70,6 +85,9 @@ struct RunConfig {
   /// the process ends at the next batch. A temporary model directory is
   /// removed first. false: signals are left as the program set them.
   bool stop_on_signals = true;
+  /// A tower's device lost during train(): stop (the default) or go on with
+  /// the others from the last checkpoint (DeviceLossAction).
+  DeviceLossAction on_device_loss = DeviceLossAction::Stop;
 };
 
 /// How long train() runs: `steps` more steps, or until the global step
@@ -148,6 +166,14 @@ class Estimator {
   /// Training's start: restores `latest` (rank 0's newest checkpoint) or
   /// warm-starts (RunConfig::warm_start_from), once per built model.
   void start_from(Built& b, const std::optional<std::string>& latest);
+  /// train() from the newest checkpoint (or the built model) to `last`.
+  std::uint64_t train_to(const InputFn& input_fn, const TrainSpec& spec,
+                         std::optional<std::uint64_t> last);
+  /// After a device was lost mid-step (`lost`): throws vkt::DeviceLost under
+  /// DeviceLossAction::Stop (and across processes), else logs, drops the
+  /// built models and the lost Devices so that train_to() rebuilds on the
+  /// remaining towers from the last checkpoint.
+  void handle_device_loss(const DeviceLost& lost);
   /// The model's hooks, the call's, the NaN check and the logging hook.
   std::vector<std::shared_ptr<TrainingHook>> training_hooks(const Built& b, const TrainSpec& spec,
                                                             std::int64_t step_examples);
@@ -188,6 +214,9 @@ class Estimator {
   bool resumed_ = false;
   bool warm_started_ = false;
   bool own_model_dir_ = false;  // a temporary directory, removed with the Estimator
+  // Positions in the replicated model's device list of towers lost so far
+  // (Distribution::lost_towers): every model built later leaves them out.
+  std::vector<int> lost_towers_;
 };
 
 }  // namespace vkt

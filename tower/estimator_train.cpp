@@ -34,15 +34,42 @@ void check_train_spec(const TrainSpec& spec) {
   }
 }
 
+// Going on after a failed save would train steps that no checkpoint keeps, so
+// training stops, saying where a restart picks up.
+[[noreturn]] void stop_at_failed_save(std::uint64_t step, const std::string& why,
+                                      const std::optional<std::string>& intact) {
+  const std::string resume =
+      intact ? fmt::format(
+                   "training again with the same model_dir (a new process or Estimator) "
+                   "resumes from the last intact checkpoint '{}'",
+                   *intact)
+             : std::string("no checkpoint was saved before, so training again starts over");
+  throw FileWriteError(
+      fmt::format("training stopped at global step {}, its checkpoint could not be saved: "
+                  "{}; {}",
+                  step, why, resume));
+}
+
 }  // namespace
 
 std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
   check_train_spec(spec);
+  std::optional<std::uint64_t> last;
+  if (spec.steps) last = detail::last_step(chief_global_step(chief_latest()), *spec.steps);
+  if (spec.max_steps) last = *spec.max_steps;
+  for (;;) {
+    try {
+      return train_to(input_fn, spec, last);
+    } catch (const DeviceLost& e) {
+      handle_device_loss(e);
+    }
+  }
+}
+
+std::uint64_t Estimator::train_to(const InputFn& input_fn, const TrainSpec& spec,
+                                  std::optional<std::uint64_t> last) {
   const std::optional<std::string> latest = chief_latest();
   const std::uint64_t start = chief_global_step(latest);  // where the input resumes
-  std::optional<std::uint64_t> last;
-  if (spec.steps) last = detail::last_step(start, *spec.steps);
-  if (spec.max_steps) last = *spec.max_steps;
   if (last && *last <= start) {
     detail::log().info("the model is at global step {}, max_steps is {}: nothing to train", start,
                        *last);
@@ -86,8 +113,12 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
       b.restored = "rank 0's checkpoint";
       return;
     }
-    const std::string path =
-        checkpoints.save(run.global_step(), [&](const std::string& file) { run.save(file); });
+    std::string path;
+    try {
+      path = checkpoints.save(run.global_step(), [&](const std::string& file) { run.save(file); });
+    } catch (const FileWriteError& e) {  // a lost device goes on as it is
+      stop_at_failed_save(run.global_step(), e.what(), b.restored);
+    }
     b.restored = path;
     detail::log().debug("saved {}", path);
   };
@@ -167,6 +198,15 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
       batch = std::move(next);
     }
     report(0);  // the input ended: the last steps' losses
+  } catch (const Error& e) {
+    if (log_) log_->finish(step, loss);
+    // A lost device may surface through another part's error (a copy, a
+    // sum): the run's Devices say whether one was lost.
+    const std::vector<TowerRun::LostTower> lost = run.lost_towers();
+    if (dynamic_cast<const DeviceLost*>(&e) == nullptr && !lost.empty()) {
+      throw DeviceLost(e.what(), lost.front().device);
+    }
+    throw;
   } catch (...) {
     if (log_) log_->finish(step, loss);
     throw;

@@ -103,6 +103,11 @@ struct Distribution {
   /// k micro-batches' gradients summed before one exchange and one update
   /// (PyTorch DDP's no_sync); the global step advances once per k.
   int accumulate_steps = 1;
+  /// Positions in the replicated model's device list (ReplicateOptions::
+  /// devices, or the default choice) of towers whose device was lost: left
+  /// out, the others train the same global batch (the Estimator's
+  /// RunConfig::on_device_loss = Continue).
+  std::vector<int> lost_towers{};
 };
 
 /// Where a model function builds. A root context (made by whoever runs the

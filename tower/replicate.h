@@ -106,6 +106,12 @@ struct ReplicateOptions {
   /// DeviceOptions::from_environment() (VKT_FORCE_STAGING) with cache_dir =
   /// default_cache_dir() (the user's cache directory, VKT_CACHE_DIR=off: none).
   std::optional<DeviceOptions> device_options{};
+  /// Per tower, in the order of `devices`: the options its Device is made
+  /// with, in place of device_options (e.g. a fault injected into one tower
+  /// with DeviceOptions::lose_device_at_submit). Empty: device_options for
+  /// every tower; otherwise one entry per tower. Towers that share a Device
+  /// (TowerDevices::Shared) take the first one's.
+  std::vector<DeviceOptions> tower_device_options{};
 };
 
 /// Returns a model function of the same type that, called with a root

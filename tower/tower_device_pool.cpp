@@ -28,6 +28,18 @@ Device& TowerDevicePool::device(const Instance& root, const std::vector<std::uin
   return *owned_.back().device;
 }
 
+void TowerDevicePool::forget_lost() {
+  // Each Device goes before its Instance: erasing alone would move-assign the
+  // entries after it, replacing an Instance while its Device still lives.
+  for (Owned& o : owned_) {
+    if (o.device && o.device->lost()) {
+      o.device.reset();
+      o.instance.reset();
+    }
+  }
+  std::erase_if(owned_, [](const Owned& o) { return !o.device; });
+}
+
 std::unique_ptr<Instance> TowerDevicePool::own_instance(const Instance& root, std::uint32_t index) {
   auto instance = std::make_unique<Instance>(
       InstanceOptions{.validation = root.validation_enabled(), .application_name = "vktower"});

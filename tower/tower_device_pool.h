@@ -28,6 +28,10 @@ class TowerDevicePool {
   /// `options`, then kept.
   Device& device(const Instance& root, const std::vector<std::uint32_t>& devices,
                  std::size_t position, bool shared, const DeviceOptions& options);
+  /// Drops the Devices that were lost (Device::lost()), so that a model built
+  /// next makes a fresh one where it asks for one again. Every model using
+  /// them must be gone.
+  void forget_lost();
   /// A new Instance whose device `index` is `root`'s device `index`.
   static std::unique_ptr<Instance> own_instance(const Instance& root, std::uint32_t index);
 

@@ -65,8 +65,9 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
   // A list the program passed is taken as given; only the default choice
   // consults VKT_DEVICES.
   for (const std::uint32_t index : options.devices) (void)instance.device(index);
-  const std::vector<std::uint32_t> devices =
-      options.devices.empty() ? device_list_from_environment(instance) : options.devices;
+  distribution_ = root.distribution();
+  const std::vector<std::uint32_t> devices = remaining_devices(
+      options.devices.empty() ? device_list_from_environment(instance) : options.devices);
   const int n = static_cast<int>(devices.size());
   if (options.consolidation_device) (void)instance.device(*options.consolidation_device);
   if (options.bucket_bytes == 0) {
@@ -82,7 +83,6 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
         "ReplicateOptions::weight_copy_dtype is i32; weights travel as F32, F16 or BF16 (the "
         "samples' --weight-copy-dtype fp32|fp16|bf16)");
   }
-  distribution_ = root.distribution();
   if (distribution_.accumulate_steps < 1) {
     throw Error(fmt::format(
         "Distribution::accumulate_steps is {}; give 1 or more micro-batches per step (1: no "

@@ -173,6 +173,16 @@ class TowerRun {
   std::size_t tower_command_count(int i) const;
 
   int towers() const;
+  /// A tower whose Device was lost (Device::lost()).
+  struct LostTower {
+    int position = 0;          ///< in the device list as given (Distribution::lost_towers)
+    int tower = 0;             ///< among this run's towers
+    std::uint32_t device = 0;  ///< the Instance's device index
+    std::string name;          ///< the device's name
+  };
+  /// The towers whose Device was lost: after a vkt::DeviceLost, the towers a
+  /// run rebuilt to go on leaves out.
+  std::vector<LostTower> lost_towers() const;
   /// True when training scales the loss (ReplicateOptions::loss_scaling).
   bool scales_loss() const;
   /// "fp32", or e.g. "fp16 with dynamic loss scaling from 65536", for the log.
@@ -203,6 +213,10 @@ class TowerRun {
   /// Formed in double, rounded once.
   float loss_scale(int towers, Mode mode) const;
   DeviceOptions device_options() const;
+  /// `listed` (the towers' devices) less the positions of the lost towers
+  /// (Distribution::lost_towers), with their tower_device_options; sets
+  /// positions_.
+  std::vector<std::uint32_t> remaining_devices(const std::vector<std::uint32_t>& listed);
   /// Eval: vkt::Error unless every tower returned the same metrics, computed alike.
   void check_eval_metrics() const;
   /// Feeds each tower its shard and runs it (Towers::run) with the random
@@ -264,6 +278,7 @@ class TowerRun {
   std::unique_ptr<WeightUpdate> update_;
   std::unique_ptr<GradientExchange> exchange_;
   std::vector<const Device*> devices_;
+  std::vector<int> positions_;  // each tower's position in the device list as given
   std::uint64_t step_thread_waits_ = 0;
   mutable StepTimes times_;
   mutable bool slowest_unread_ = false;  // times_.slowest_tower is not read back yet

@@ -362,6 +362,12 @@ Ticket Device::submit(QueueKind kind, std::uint32_t lane, std::span<const VkComm
   std::vector<VkTimelineSemaphoreSubmitInfo> timelines(n);
   std::vector<VkSubmitInfo> submits(n);
   std::lock_guard lock(*q.mutex);
+  if (lost()) report_lost("a submit after the device was lost");
+  const std::uint64_t number = submits_.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (options_.lose_device_at_submit && number >= *options_.lose_device_at_submit) {
+    report_lost(
+        fmt::format("vkQueueSubmit number {} (DeviceOptions::lose_device_at_submit)", number));
+  }
   for (std::size_t k = 0; k < n; ++k) {
     signals[k] = q.last_value + 1 + k;
     VkTimelineSemaphoreSubmitInfo& timeline = timelines[k];
@@ -383,7 +389,8 @@ Ticket Device::submit(QueueKind kind, std::uint32_t lane, std::span<const VkComm
     submit.signalSemaphoreCount = 1;
     submit.pSignalSemaphores = &q.timeline;
   }
-  VKT_CHECK(vkQueueSubmit(q.queue, static_cast<std::uint32_t>(n), submits.data(), VK_NULL_HANDLE));
+  check_alive(vkQueueSubmit(q.queue, static_cast<std::uint32_t>(n), submits.data(), VK_NULL_HANDLE),
+              "vkQueueSubmit");
   q.last_value = signals.back();
   return Ticket{this, transfer ? QueueKind::Transfer : QueueKind::Compute, signals.back(),
                 transfer ? 0 : lane};
@@ -420,7 +427,7 @@ void Device::wait_all(std::span<const Ticket> tickets) const {
   info.semaphoreCount = static_cast<std::uint32_t>(semaphores.size());
   info.pSemaphores = semaphores.data();
   info.pValues = values.data();
-  VKT_CHECK(wait_semaphores_(device_, &info, UINT64_MAX));
+  check_alive(wait_semaphores_(device_, &info, UINT64_MAX), "vkWaitSemaphores");
   for (std::size_t k = 0; k < queues.size(); ++k) {
     std::atomic<std::uint64_t>& waited = *queues[k]->waited;
     std::uint64_t seen = waited.load(std::memory_order_relaxed);
@@ -444,8 +451,21 @@ std::vector<Ticket> Device::submitted() const {
 
 bool Device::done(const Ticket& ticket) const {
   std::uint64_t value = 0;
-  VKT_CHECK(semaphore_value_(device_, queue(ticket.queue, ticket.lane).timeline, &value));
+  check_alive(semaphore_value_(device_, queue(ticket.queue, ticket.lane).timeline, &value),
+              "vkGetSemaphoreCounterValue");
   return value >= ticket.value;
+}
+
+void Device::report_lost(std::string_view call) const {
+  lost_.store(true, std::memory_order_release);
+  throw DeviceLost(fmt::format("device {} ({}) was lost: {} gave VK_ERROR_DEVICE_LOST", info_.index,
+                               info_.name, call),
+                   info_.index);
+}
+
+void Device::check_alive(VkResult result, std::string_view call) const {
+  if (result == VK_ERROR_DEVICE_LOST) report_lost(call);
+  detail::check(result, call);
 }
 
 void Ticket::wait() const {

@@ -93,6 +93,12 @@ struct DeviceOptions {
   /// them (info().cooperative_f16 empty): half matmuls then take the scalar
   /// half kernel, e.g. to check one kernel against the other.
   bool disable_cooperative_matrix = false;
+  /// Fault injection, for testing what survives a lost device: the submit
+  /// with this number (counted from 1 over the Device's life) and every later
+  /// one fail as on a device that was lost (VK_ERROR_DEVICE_LOST): nothing is
+  /// submitted, lost() turns true and a vkt::DeviceLost is thrown. Work
+  /// submitted before it runs to its end. Unset: no fault.
+  std::optional<std::uint64_t> lose_device_at_submit{};
 
   /// VKT_FORCE_STAGING=1 sets force_staging, VKT_MATMUL_VARIANT=tiled, texel
   /// or auto sets matmul and VKT_ROW_KERNELS=workgroup, invocation or auto
@@ -223,6 +229,13 @@ class Device {
   /// training step's host stalls are counted where they all happen.
   std::uint64_t host_waits() const { return host_waits_.load(std::memory_order_relaxed); }
   bool done(const Ticket& ticket) const;
+  /// True once a submit or a wait found the device lost (or the injected
+  /// fault fired): every later submit throws vkt::DeviceLost.
+  bool lost() const { return lost_.load(std::memory_order_acquire); }
+  /// Queue submissions so far (each submit() call is one, however many
+  /// command buffers it takes): where DeviceOptions::lose_device_at_submit
+  /// counts.
+  std::uint64_t submit_count() const { return submits_.load(std::memory_order_relaxed); }
 
   struct Allocation {
     VkDeviceMemory memory = VK_NULL_HANDLE;
@@ -266,6 +279,10 @@ class Device {
   const Queue& queue(QueueKind kind, std::uint32_t lane = 0) const;
   Queue& queue(QueueKind kind, std::uint32_t lane = 0);
   void release();
+  /// Marks the device lost and throws vkt::DeviceLost naming it and `call`.
+  [[noreturn]] void report_lost(std::string_view call) const;
+  /// VKT_CHECK, with VK_ERROR_DEVICE_LOST reported as the loss of this device.
+  void check_alive(VkResult result, std::string_view call) const;
 
   Instance* instance_;
   DeviceInfo info_;
@@ -289,6 +306,8 @@ class Device {
   std::mutex kernels_mutex_;
   std::map<std::string, std::unique_ptr<Kernel>> kernels_;
   mutable std::atomic<std::uint64_t> host_waits_{0};
+  mutable std::atomic<bool> lost_{false};
+  std::atomic<std::uint64_t> submits_{0};
   std::atomic<std::uint64_t> allocations_{0};
   std::atomic<std::uint64_t> allocated_bytes_{0};
   std::atomic<std::uint64_t> created_[5] = {};  // by DeviceObject
