@@ -16,11 +16,31 @@
 namespace vkt {
 namespace {
 
+// How to fix what `err` reports: a full disk and a file size limit call for
+// different remedies, and the user reads only this line.
+const char* remedy(int err) {
+  switch (err) {
+    case ENOSPC:
+      return "free space on its filesystem (or give another directory)";
+    case EDQUOT:
+      return "free space or raise the disk quota";
+    case EFBIG:
+      return "the file is larger than the process's file size limit (ulimit -f) or the "
+             "filesystem's largest file: raise the limit (or give another directory)";
+    case EIO:
+      return "the storage reported an I/O error: check the disk (dmesg) or give another directory";
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return "make the directory writable (or give another one)";
+    default:
+      return "check that the directory exists, is writable and has free space";
+  }
+}
+
 [[noreturn]] void fail(const std::string& path, const char* what, int err) {
-  throw Error(
-      fmt::format("cannot write '{}': {} failed: {}. Check that the directory exists, is "
-                  "writable and has free space",
-                  path, what, std::strerror(err)));
+  throw FileWriteError(fmt::format("cannot write '{}': {} failed: {}; {}", path, what,
+                                   std::strerror(err), remedy(err)));
 }
 
 // Closes the descriptor and removes the temporary file unless released, so a
@@ -41,6 +61,8 @@ void write_all(int fd, std::span<const char> bytes, const std::string& path) {
       if (errno == EINTR) continue;
       fail(path, "write", errno);
     }
+    // POSIX allows 0 for a regular file that takes no more bytes; retrying would spin.
+    if (n == 0) fail(path, "write", ENOSPC);
     bytes = bytes.subspan(static_cast<std::size_t>(n));
   }
 }

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "atomic_file.h"
+
 namespace vkt {
 
 class Graph;
@@ -25,7 +27,11 @@ class CheckpointManager {
 
   /// Saves `graph` to dir/ckpt-<global step>.safetensors, then atomically
   /// rewrites the index file dir/checkpoint, then deletes the oldest
-  /// checkpoints beyond keep_max. Returns the new file's path.
+  /// checkpoints beyond keep_max. Returns the new file's path. A save that
+  /// fails (a full disk, a file size limit, an I/O error), at the checkpoint or
+  /// at the index, is a FileWriteError naming the file, the call and the reason;
+  /// it leaves the index and every file it names as they were (nothing is
+  /// pruned) and removes the new file unless the index names it.
   std::string save(Graph& graph);
   /// The same for a model that writes its own checkpoint (a TowerRun):
   /// `write(path)` writes the file for global step `step`.
@@ -41,6 +47,10 @@ class CheckpointManager {
  private:
   std::string index_path() const;
   std::vector<std::string> read_index() const;  // file names, oldest first
+  // After a failed index write: removes dir/name unless the index names it,
+  // and says what the directory holds now.
+  std::string after_failed_index(const std::string& name, bool was_indexed,
+                                 const std::string& previous) const;
 
   std::string dir_;
   int keep_max_;
