@@ -18,7 +18,8 @@
 #include "sample_flags.h"
 
 /// --devices, --model-dir, --steps, --seed, --batch-size, --accumulate, --mpi,
-/// --precision, --loss-scale, --exchange-dtype, --weight-copy-dtype.
+/// --precision, --loss-scale, --exchange-dtype, --weight-copy-dtype,
+/// --on-device-loss.
 struct SampleFlags {
   std::string devices = "all";
   std::string model_dir{};
@@ -31,6 +32,7 @@ struct SampleFlags {
   std::string loss_scale = "auto";
   std::string exchange_dtype = "fp32";
   std::string weight_copy_dtype = "fp32";
+  std::string on_device_loss = "stop";
 };
 
 /// Adds the shared flags to `app`, with `flags` holding the sample's defaults.
@@ -72,6 +74,11 @@ inline void add_sample_flags(CLI::App& app, SampleFlags& flags, const char* seed
                  "consolidation device keeps f32 masters; the towers compute with the copies)")
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  app.add_option("--on-device-loss", flags.on_device_loss,
+                 "stop|continue: when a tower's device is lost, stop (the last checkpoint is "
+                 "intact) or go on without it from the last checkpoint, the batch unchanged")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"stop", "continue"}));
   app.add_flag("--mpi", flags.mpi,
                "one process of an MPI job (a launch by Open MPI's mpirun is noticed without "
                "it); see docs/DISTRIBUTED.md");
@@ -108,6 +115,12 @@ inline vkt::ReplicateOptions replicate_options(const SampleFlags& flags,
 /// RunConfig::mpi from the flags: on with --mpi, else detected from the launch.
 inline std::optional<bool> mpi_setting(const SampleFlags& flags) {
   return flags.mpi ? std::optional<bool>(true) : std::nullopt;
+}
+
+/// RunConfig::on_device_loss from --on-device-loss (checked by CLI11).
+inline vkt::DeviceLossAction device_loss_action(const SampleFlags& flags) {
+  return flags.on_device_loss == "continue" ? vkt::DeviceLossAction::Continue
+                                            : vkt::DeviceLossAction::Stop;
 }
 
 /// The job's processes: 1 unless the Estimator joined an MPI world.

@@ -192,7 +192,8 @@ int main(int argc, char** argv) {
          .random_seed = flags.seed,
          .log_step_count_steps = eval_every,
          .accumulate_steps = flags.accumulate,
-         .mpi = mpi_setting(flags)},
+         .mpi = mpi_setting(flags),
+         .on_device_loss = device_loss_action(flags)},
         to_params(model));
     check_checkpoint_fits(estimator, corpus, data, model.context);
     const bool chief = estimator.rank() == 0;

@@ -128,7 +128,8 @@ int main(int argc, char** argv) {
         {.model_dir = flags.model_dir,
          .random_seed = flags.seed,
          .accumulate_steps = flags.accumulate,
-         .mpi = mpi_setting(flags)},
+         .mpi = mpi_setting(flags),
+         .on_device_loss = device_loss_action(flags)},
         {{"learning_rate", learning_rate}, {"ftrl_learning_rate", ftrl_learning_rate}});
     // Under MPI every rank trains; rank 0 alone reports.
     const bool chief = estimator.rank() == 0;
