@@ -22,6 +22,7 @@ void WeightUpdate::build_master(Towers& towers, const OptimizerCalls& calls,
   Device& consolidation =
       consolidation_device(towers, placement, index, master_instance_, master_device_);
   master_ = std::make_unique<Graph>(consolidation, first.graph->options());
+  check_same_layout(*master_, *first.graph);
   // The masters in tower 0's order: the variable arenas then share a layout,
   // and the weights go back to every tower in one copy.
   for (const Variable& v : first.graph->variables()) {

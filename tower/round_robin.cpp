@@ -34,6 +34,7 @@ void WeightUpdate::build_round_robin(Towers& towers, const OptimizerCalls& calls
         towers, placement, placement.devices[static_cast<std::size_t>(j)], share.instance,
         share.device, towers[static_cast<std::size_t>(j)].device);
     share.graph = std::make_unique<Graph>(device, first.graph->options());
+    check_same_layout(*share.graph, *first.graph);
     for (const Variable& v : first.graph->variables()) {
       if (owner.at(v.tensor.name()) == j) {
         share.graph->variable(v.tensor.name(), v.tensor.shape(), v.initializer, v.trainable);

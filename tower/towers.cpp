@@ -60,9 +60,17 @@ Towers::Towers(ModelContext& root, const ModelFn& model_fn, int n, Mode mode, co
     : mode_(mode) {
   // Every check on the inputs before any device is made.
   const auto inputs = model_inputs(root, n, processes);
+  // One arena layout for every tower, however their devices align buffers
+  // (the master and the shares take the towers' options, so the same).
+  std::vector<Device*> devices;
+  std::size_t alignment = root.graph_options().arena_alignment;
+  for (int i = 0; i < n; ++i) {
+    devices.push_back(&device_of(i));
+    alignment = std::max(alignment, tensor_alignment(*devices.back()));
+  }
   for (int i = 0; i < n; ++i) {
     Tower t;
-    t.device = &device_of(i);
+    t.device = devices[static_cast<std::size_t>(i)];
     // Towers sharing a Device each take a compute queue of their own, where it has enough.
     std::uint32_t before = 0;
     for (const Tower& earlier : towers_) before += earlier.device == t.device ? 1 : 0;
@@ -77,6 +85,7 @@ Towers::Towers(ModelContext& root, const ModelFn& model_fn, int n, Mode mode, co
     }
     GraphOptions graph_options = root.graph_options();
     graph_options.precision = precision;
+    graph_options.arena_alignment = alignment;
     // Where the tower's shard starts in the global batch (dropout draws by it).
     const std::int64_t shard = inputs.empty() ? 0 : inputs.begin()->second.first.shape[0] / n;
     graph_options.first_row = static_cast<std::uint32_t>((rank * n + i) * shard);

@@ -1,5 +1,8 @@
 #include "weight_update.h"
 
+#include <fmt/format.h>
+
+#include "../runtime/vulkan/error.h"
 #include "../runtime/vulkan/instance.h"
 #include "optimizer_calls.h"
 #include "tower_device_pool.h"
@@ -42,6 +45,16 @@ Device& WeightUpdate::consolidation_device(Towers& towers, const UpdatePlacement
   instance = TowerDevicePool::own_instance(*placement.root, index);
   device = std::make_unique<Device>(*instance, index, placement.device_options);
   return *device;
+}
+
+void WeightUpdate::check_same_layout(const Graph& graph, const Graph& tower0) {
+  if (graph.tensor_alignment() == tower0.tensor_alignment()) return;
+  const DeviceInfo& info = graph.device().info();
+  throw Error(
+      fmt::format("the consolidation device {} ({}) aligns buffers to {} bytes, the towers to {}; "
+                  "consolidate on a tower's device (ConsolidationPlacement::OnTowerDevice, or a "
+                  "consolidation_device that is a tower's)",
+                  info.index, info.name, graph.tensor_alignment(), tower0.tensor_alignment()));
 }
 
 std::chrono::steady_clock::time_point WeightUpdate::apply(const GradientExchange::Summed& summed,

@@ -100,6 +100,10 @@ class WeightUpdate {
                                       std::uint32_t index, std::unique_ptr<Instance>& instance,
                                       std::unique_ptr<Device>& device,
                                       const Device* tower = nullptr);
+  /// vkt::Error unless `graph` (a master or a share) lays its arenas out as
+  /// the towers' `tower0` does: its device aligns buffers more coarsely than
+  /// every tower's (a separate consolidation device).
+  static void check_same_layout(const Graph& graph, const Graph& tower0);
   /// True for a variable that a state update of tower 0 (`tower0`) writes.
   static bool is_state_variable(const Graph& tower0, const std::string& name);
   /// Tower 0's state variables' copies into their masters (state_variables.cpp).

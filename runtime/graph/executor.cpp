@@ -99,7 +99,7 @@ Executor::~Executor() {
 
 void Executor::plan(const std::vector<int>& order) {
   Graph& g = *graph_;
-  const std::size_t alignment = tensor_alignment(g.device());
+  const std::size_t alignment = g.tensor_alignment();
   // Half tensors take whole 32-bit words (two elements each), so kernels
   // that read or write them by the word stay inside their range.
   const auto bytes_of = [&](int id) {

@@ -51,7 +51,16 @@ std::size_t tensor_alignment(const Device& device) {
       {16, limits.minStorageBufferOffsetAlignment, limits.minTexelBufferOffsetAlignment});
 }
 
-Graph::Graph(Device& device, GraphOptions options) : device_(&device), options_(options) {}
+Graph::Graph(Device& device, GraphOptions options) : device_(&device), options_(options) {
+  const std::size_t a = options_.arena_alignment;
+  if ((a & (a - 1)) != 0) {
+    throw Error(fmt::format("GraphOptions::arena_alignment {} is not a power of two", a));
+  }
+}
+
+std::size_t Graph::tensor_alignment() const {
+  return std::max(options_.arena_alignment, vkt::tensor_alignment(*device_));
+}
 Graph::~Graph() = default;
 
 Tensor Graph::add_tensor(TensorInfo info) {
@@ -251,7 +260,7 @@ const Variable& Graph::variable_of(const Tensor& t) const {
 
 Buffer& Graph::variable_arena() {
   if (variable_arena_) return variable_arena_;
-  const std::size_t alignment = tensor_alignment(*device_);
+  const std::size_t alignment = tensor_alignment();
   std::size_t total = 0;
   for (const Variable& v : variables_) {
     const std::size_t bytes = static_cast<std::size_t>(v.tensor.shape().elements()) * 4;

@@ -84,6 +84,12 @@ struct GraphOptions {
   /// Where matrix products run (see Precision); replicate_model_fn sets it
   /// from ReplicateOptions::precision on every tower.
   Precision precision = Precision::F32;
+  /// The least alignment, in bytes (a power of two; 0: none), of every
+  /// tensor's start in the graph's arenas, beyond the device's own
+  /// (tensor_alignment): replicate_model_fn gives every tower the largest of
+  /// its devices', so towers on devices whose alignments differ, the master
+  /// and the shares all lay their variables and gradients out alike.
+  std::size_t arena_alignment = 0;
 };
 
 /// The graph of one tower: everything lives on one Device. Built once, run many
@@ -103,6 +109,9 @@ class Graph {
 
   Device& device() const { return *device_; }
   const GraphOptions& options() const { return options_; }
+  /// Where tensors start in this graph's arenas: a multiple of the device's
+  /// tensor_alignment and of GraphOptions::arena_alignment.
+  std::size_t tensor_alignment() const;
 
   /// A value fed by the host before each run. Names are unique.
   Tensor input(const std::string& name, const Shape& shape, DType dtype = DType::F32);

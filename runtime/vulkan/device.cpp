@@ -78,6 +78,14 @@ Device::Device(Instance& instance, std::uint32_t index, DeviceOptions options)
   VkPhysicalDeviceProperties properties{};
   vkGetPhysicalDeviceProperties(physical_, &properties);
   limits_ = properties.limits;
+  if (const std::uint64_t a = options_.min_buffer_offset_alignment; a != 0) {
+    if ((a & (a - 1)) != 0 || a > 65536) {
+      throw Error(fmt::format(
+          "DeviceOptions::min_buffer_offset_alignment {} is not a power of two up to 65536", a));
+    }
+    limits_.minStorageBufferOffsetAlignment = std::max(limits_.minStorageBufferOffsetAlignment, a);
+    limits_.minTexelBufferOffsetAlignment = std::max(limits_.minTexelBufferOffsetAlignment, a);
+  }
   max_storage_range_ = limits_.maxStorageBufferRange;
   if (options_.max_storage_buffer_range != 0) {
     if (options_.max_storage_buffer_range < DeviceOptions::kMinStorageBufferRange) {

@@ -75,6 +75,12 @@ struct DeviceOptions {
   /// kMinStorageBufferRange.
   std::uint64_t max_storage_buffer_range = 0;
   static constexpr std::uint64_t kMinStorageBufferRange = 1024;
+  /// The offset alignment of storage and texel buffer bindings, in bytes: 0
+  /// keeps the device's (minStorageBufferOffsetAlignment,
+  /// minTexelBufferOffsetAlignment); a larger power of two makes limits()
+  /// report it, as a device with that alignment would (for testing towers on
+  /// devices whose alignments differ); a smaller one is the device's own.
+  std::uint64_t min_buffer_offset_alignment = 0;
   /// Where the Vulkan pipeline cache and the tuning cache of this device are
   /// kept between runs (files named after the device, its driver and the
   /// library version); unset or empty: in memory only. default_cache_dir()
