@@ -112,6 +112,15 @@ struct ReplicateOptions {
   /// every tower; otherwise one entry per tower. Towers that share a Device
   /// (TowerDevices::Shared) take the first one's.
   std::vector<DeviceOptions> tower_device_options{};
+  /// Each tower's share of the batch (the samples' --shard-weights), in the
+  /// order of `devices`: empty, equal shards (the batch must divide among the
+  /// towers); else one weight per tower, each tower's rows in proportion
+  /// (3:1 gives a batch of 16 as 12 and 4; every tower at least one row).
+  /// Losses and gradients weigh each tower by its rows, so Mean and
+  /// SumByNonzeroWeights over unequal shards equal one tower on the batch, and
+  /// so do the evaluation's loss and metrics. Across processes each rank's
+  /// slice is shared the same way.
+  std::vector<double> shard_weights{};
 };
 
 /// Returns a model function of the same type that, called with a root

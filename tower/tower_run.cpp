@@ -102,17 +102,19 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
         "or Mirrored, not RoundRobin, or turn it off (--loss-scale off)");
   }
   const bool replicas = n > 1 || processes() > 1 || accumulate_ > 1 || calls_->loss_scaling;
-  const float scale = loss_scale(n, mode);
+  const Towers::Shares shares{options_.shard_weights, [&](std::int64_t rows, std::int64_t batch) {
+                                return loss_scale(rows, batch, n, mode);
+                              }};
   towers_ = std::make_unique<Towers>(
-      root, model_fn, n, mode, params, scale, replicas ? calls_.get() : nullptr, rank(),
+      root, model_fn, n, mode, params, shares, replicas ? calls_.get() : nullptr, rank(),
       processes(), options.precision,
       [&](int i) -> Device& { return tower_device(instance, devices, i); });
   if (mode != Mode::Train) {
-    build_eval_predict(scale);
+    build_eval_predict();
   } else if (!replicas) {
     build_one_tower();
   } else {
-    build_training(instance, devices, scale);
+    build_training(instance, devices);
   }
   if (processes() > 1) join_processes(root);
   devices_ = all_devices();
@@ -137,20 +139,24 @@ int TowerRun::rank() const {
   return distribution_.processes ? distribution_.processes->rank() : 0;
 }
 
-float TowerRun::loss_scale(int towers, Mode mode) const {
-  // N counts every tower of every process. With k micro-batches every
-  // reduction is also scaled by 1/k: one batch of kB on n towers sums the
-  // towers' per-shard losses (means over kB/n examples for Mean, sums for
-  // Sum); k micro-batches of B sum k times as many terms (means over B/n),
-  // so 1/k makes the summed gradients equal in both cases.
-  double divisor = options_.loss_reduction == LossReduction::Sum
-                       ? 1.0
-                       : static_cast<double>(towers) * static_cast<double>(processes());
-  if (mode == Mode::Train) divisor *= static_cast<double>(accumulate_);
-  return static_cast<float>(1.0 / divisor);
+float TowerRun::loss_scale(std::int64_t rows, std::int64_t batch, int towers, Mode mode) const {
+  // A shard's mean weighs rows / (batch x processes): its part of the global
+  // batch (1/N of it for equal shards, N every tower of every process). With
+  // k micro-batches every reduction is also scaled by 1/k: one batch of kB on
+  // n towers sums the towers' per-shard losses (means over kB/n examples for
+  // Mean, sums for Sum); k micro-batches of B sum k times as many terms
+  // (means over B/n), so 1/k makes the summed gradients equal in both cases.
+  const double k = mode == Mode::Train ? static_cast<double>(accumulate_) : 1.0;
+  if (options_.loss_reduction == LossReduction::Sum) return static_cast<float>(1.0 / k);
+  const double p = static_cast<double>(processes());
+  // Equal shards: 1 / (N k) exactly as before, whatever the batch.
+  if (batch == 0 || rows * towers == batch) {
+    return static_cast<float>(1.0 / (static_cast<double>(towers) * p * k));
+  }
+  return static_cast<float>(static_cast<double>(rows) / (static_cast<double>(batch) * p * k));
 }
 
-void TowerRun::build_eval_predict(float scale) {
+void TowerRun::build_eval_predict() {
   if (mode_ == Mode::Eval) check_eval_metrics();
   // Evaluation and prediction: each tower runs on its own; nothing to reduce
   // on the device (the metrics' sums add up on the host).
@@ -158,16 +164,15 @@ void TowerRun::build_eval_predict(float scale) {
     Towers::Tower& t = (*towers_)[static_cast<std::size_t>(i)];
     std::vector<Tensor> fetches;
     if (mode_ == Mode::Eval) {
-      t.scaled_loss = scale != 1.0f ? t.spec.loss * scale : t.spec.loss;
+      t.scaled_loss = t.scale != 1.0f ? t.spec.loss * t.scale : t.spec.loss;
       fetches.push_back(t.scaled_loss);
       for (const auto& [name, metric] : t.spec.eval_metric_ops) {
         for (const Tensor& a : metric.accumulators) {
-          if (metric.per_example &&
-              (a.shape().rank() == 0 || a.shape()[0] != towers_->tower_batch())) {
+          if (metric.per_example && (a.shape().rank() == 0 || a.shape()[0] != t.rows)) {
             throw Error(fmt::format(
                 "metric '{}' is per-example, but its accumulator '{}' has shape {}, not "
                 "[{}, ...] (the tower's batch first)",
-                name, a.name(), a.shape().str(), towers_->tower_batch()));
+                name, a.name(), a.shape().str(), t.rows));
           }
         }
         t.accumulators.insert(t.accumulators.end(), metric.accumulators.begin(),
@@ -261,8 +266,7 @@ void TowerRun::check_calls() const {
   }
 }
 
-void TowerRun::build_training(const Instance& root, const std::vector<std::uint32_t>& devices,
-                              float scale) {
+void TowerRun::build_training(const Instance& root, const std::vector<std::uint32_t>& devices) {
   check_calls();
   // Mirrored: the towers' own updates first, so their slots (variables) are
   // in the step programs' variable arenas.
@@ -270,7 +274,7 @@ void TowerRun::build_training(const Instance& root, const std::vector<std::uint3
   if (options_.variable_mode == VariableMode::Mirrored) {
     mirrored = record_mirrored_updates(*towers_, *calls_);
   }
-  towers_->collect_gradients(*calls_, scale);
+  towers_->collect_gradients(*calls_);
   const GradientBuckets buckets =
       plan_gradient_buckets(towers_->front().gradients, options_.bucket_bytes);
   towers_->build_training_programs(buckets.of_gradient, buckets.count, distribution_.processes);

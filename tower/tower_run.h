@@ -193,11 +193,11 @@ class TowerRun {
  private:
   /// Training with an exchange: the towers' gradients, their buckets and
   /// programs, the update and the exchange.
-  void build_training(const Instance& root, const std::vector<std::uint32_t>& devices, float scale);
+  void build_training(const Instance& root, const std::vector<std::uint32_t>& devices);
   /// vkt::Error unless every tower made tower 0's optimizer calls, and sparse
   /// gradients only where the variable mode takes them.
   void check_calls() const;
-  void build_eval_predict(float scale);
+  void build_eval_predict();
   void build_one_tower();
   /// Training: where every tower's run leaves its loss (losses_).
   void build_losses();
@@ -208,10 +208,11 @@ class TowerRun {
   bool exchanges() const { return exchange_ != nullptr; }
   /// This process's rank in the job (0 without a ProcessGroup).
   int rank() const;
-  /// The towers' loss scale for `mode`: 1/(towers x processes) for Mean and
-  /// SumByNonzeroWeights, 1 for Sum; training with accumulation also 1/k.
-  /// Formed in double, rounded once.
-  float loss_scale(int towers, Mode mode) const;
+  /// A tower's loss scale for `mode`, its shard `rows` of this process's
+  /// `batch` on `towers` towers: rows/(batch x processes) for Mean and
+  /// SumByNonzeroWeights (1/(towers x processes) for equal shards), 1 for
+  /// Sum; training with accumulation also 1/k. Formed in double, rounded once.
+  float loss_scale(std::int64_t rows, std::int64_t batch, int towers, Mode mode) const;
   DeviceOptions device_options() const;
   /// `listed` (the towers' devices) less the positions of the lost towers
   /// (Distribution::lost_towers), with their tower_device_options; sets

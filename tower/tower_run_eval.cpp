@@ -15,9 +15,19 @@ namespace vkt {
 
 void TowerRun::check_eval_metrics() const {
   const std::map<std::string, Metric>& first = towers_->front().spec.eval_metric_ops;
+  // A per-example accumulator's rows are its tower's shard: only the rest of
+  // its shape must agree (shards may differ: ReplicateOptions::shard_weights).
   const auto shapes = [](const Metric& m) {
     std::vector<std::string> out;
-    for (const Tensor& a : m.accumulators) out.push_back(a.shape().str());
+    for (const Tensor& a : m.accumulators) {
+      std::vector<std::int64_t> dims = a.shape().dims();
+      if (!m.per_example || dims.empty()) {
+        out.push_back(a.shape().str());
+        continue;
+      }
+      dims.erase(dims.begin());
+      out.push_back(fmt::format("[rows{}{}]", dims.empty() ? "" : ", ", fmt::join(dims, ", ")));
+    }
     return fmt::format("{}", fmt::join(out, ", "));
   };
   for (int i = 1; i < towers(); ++i) {
@@ -55,7 +65,7 @@ void TowerRun::check_eval_metrics() const {
 void TowerRun::evaluate_step(const HostBatch& features, const HostBatch& labels,
                              std::optional<std::int64_t> real_examples) {
   if (mode_ != Mode::Eval) throw Error("evaluate_step: this model was built for another mode");
-  const std::int64_t rows = towers_->tower_batch() * towers();
+  const std::int64_t rows = towers_->batch();
   // Across processes a rank's slice of the last batch may be padding only.
   const std::int64_t fewest = processes() > 1 ? 0 : 1;
   if (real_examples && (*real_examples < fewest || *real_examples > rows)) {
@@ -65,11 +75,14 @@ void TowerRun::evaluate_step(const HostBatch& features, const HostBatch& labels,
   const std::int64_t real = real_examples.value_or(rows);
   // Tower i's real rows: the batch's first `real` rows, in tower order.
   const auto real_rows = [&](int i) {
-    return std::clamp<std::int64_t>(real - i * towers_->tower_batch(), 0, towers_->tower_batch());
+    const Towers::Tower& t = (*towers_)[static_cast<std::size_t>(i)];
+    return std::clamp<std::int64_t>(real - t.first, 0, t.rows);
   };
+  // The towers' losses weigh their real rows as equal shards' would.
+  const float equal_scale = loss_scale(1, towers(), towers(), mode_);
   for (int i = 0; i < towers(); ++i) {
     const std::int64_t tower_real = real_rows(i);
-    if (tower_real > 0 && tower_real < towers_->tower_batch() &&
+    if (tower_real > 0 && tower_real < (*towers_)[static_cast<std::size_t>(i)].rows &&
         !(*towers_)[static_cast<std::size_t>(i)].takes_example_weights) {
       throw Error(fmt::format(
           "evaluate: the last batch has {} examples, padded to {}, and the model's loss does not "
@@ -83,7 +96,15 @@ void TowerRun::evaluate_step(const HostBatch& features, const HostBatch& labels,
     Towers::Tower& t = (*towers_)[static_cast<std::size_t>(i)];
     const std::int64_t tower_real = real_rows(i);
     if (tower_real == 0) continue;  // padding only
-    loss_sum_ += static_cast<double>(t.executor->read(t.scaled_loss)[0]) * tower_real;
+    double scaled = t.executor->read(t.scaled_loss)[0];
+    if (t.scale != equal_scale) scaled = scaled / t.scale * equal_scale;
+    // A mean weighs its real rows; a sum is already the total of its rows, so
+    // every tower's weighs the batch's real rows alike (as one tower's would:
+    // the batch's total loss, however the rows fall among the towers).
+    const double weight = options_.loss_reduction == LossReduction::Sum
+                              ? static_cast<double>(real) / towers()
+                              : static_cast<double>(tower_real);
+    loss_sum_ += scaled * weight;
     examples_sum_ += static_cast<double>(tower_real) / (towers() * processes());
     std::size_t next = 0;
     for (const auto& [name, metric] : t.spec.eval_metric_ops) {
@@ -93,8 +114,7 @@ void TowerRun::evaluate_step(const HostBatch& features, const HostBatch& labels,
         const std::vector<float> values = t.executor->read(accumulator);
         // Per example: only the real rows; otherwise the whole tensor.
         const std::size_t width =
-            metric.per_example ? values.size() / static_cast<std::size_t>(towers_->tower_batch())
-                               : values.size();
+            metric.per_example ? values.size() / static_cast<std::size_t>(t.rows) : values.size();
         const std::size_t used = metric.per_example ? width * tower_real : values.size();
         sums[a].resize(width, 0.0);
         for (std::size_t j = 0; j < used; ++j) sums[a][j % width] += values[j];
@@ -122,8 +142,7 @@ std::map<std::string, double> TowerRun::metrics() const {
       for (std::vector<double>& s : sums.at(name)) {
         const auto elements =
             static_cast<std::size_t>(first.accumulators[next++].shape().elements());
-        s.resize(metric.per_example ? elements / static_cast<std::size_t>(towers_->tower_batch())
-                                    : elements,
+        s.resize(metric.per_example ? elements / static_cast<std::size_t>(first.rows) : elements,
                  0.0);
         flat.insert(flat.end(), s.begin(), s.end());
       }

@@ -24,13 +24,14 @@ using detail::kExampleWeights;
 /// Every input of the model by graph name, with its spec and "features" or
 /// "labels"; vkt::Error when the batch does not divide among the towers.
 std::map<std::string, std::pair<InputSpec, const char*>> model_inputs(const ModelContext& root,
-                                                                      int n, int processes) {
+                                                                      int n, int processes,
+                                                                      bool weighted) {
   std::map<std::string, std::pair<InputSpec, const char*>> inputs;
   for (const auto* group : {&root.feature_specs(), &root.label_specs()}) {
     const char* kind = group == &root.feature_specs() ? "features" : "labels";
     for (const auto& [key, spec] : *group) {
       const std::string name = input_name(key, kind);
-      if (spec.shape.rank() == 0 || spec.shape[0] % n != 0) {
+      if (spec.shape.rank() == 0 || (!weighted && spec.shape[0] % n != 0)) {
         // Across processes each holds its share of the global batch: the user
         // chose the global batch, and it must divide among every tower of the job.
         const std::int64_t rows = spec.shape.rank() == 0 ? 0 : spec.shape[0];
@@ -55,11 +56,21 @@ std::map<std::string, std::pair<InputSpec, const char*>> model_inputs(const Mode
 }  // namespace
 
 Towers::Towers(ModelContext& root, const ModelFn& model_fn, int n, Mode mode, const Params& params,
-               float scale, OptimizerCalls* calls, int rank, int processes, Precision precision,
-               const std::function<Device&(int)>& device_of)
+               const Shares& shares, OptimizerCalls* calls, int rank, int processes,
+               Precision precision, const std::function<Device&(int)>& device_of)
     : mode_(mode) {
   // Every check on the inputs before any device is made.
-  const auto inputs = model_inputs(root, n, processes);
+  const bool weighted = !shares.weights.empty();
+  if (weighted && static_cast<int>(shares.weights.size()) != n) {
+    throw Error(fmt::format(
+        "ReplicateOptions::shard_weights has {} weights for {} towers; give one per tower or none",
+        shares.weights.size(), n));
+  }
+  const auto inputs = model_inputs(root, n, processes, weighted);
+  batch_ = inputs.empty() ? 0 : inputs.begin()->second.first.shape[0];
+  const std::vector<std::int64_t> rows =
+      weighted ? weighted_rows(batch_, shares.weights)
+               : std::vector<std::int64_t>(static_cast<std::size_t>(n), batch_ / n);
   // One arena layout for every tower, however their devices align buffers
   // (the master and the shares take the towers' options, so the same).
   std::vector<Device*> devices;
@@ -87,17 +98,19 @@ Towers::Towers(ModelContext& root, const ModelFn& model_fn, int n, Mode mode, co
     graph_options.precision = precision;
     graph_options.arena_alignment = alignment;
     // Where the tower's shard starts in the global batch (dropout draws by it).
-    const std::int64_t shard = inputs.empty() ? 0 : inputs.begin()->second.first.shape[0] / n;
-    graph_options.first_row = static_cast<std::uint32_t>((rank * n + i) * shard);
+    t.rows = rows[static_cast<std::size_t>(i)];
+    t.first = i == 0 ? 0 : towers_.back().first + towers_.back().rows;
+    t.scale = shares.scale_of(t.rows, batch_);
+    graph_options.first_row = static_cast<std::uint32_t>(rank * batch_ + t.first);
     t.graph = std::make_unique<Graph>(*t.device, graph_options);
     if (i > 0) t.graph->set_name_scope(fmt::format("tower_{}/", i));
     if (calls != nullptr) {
-      t.graph->set_attachment(std::make_unique<TowerReplication>(i, n, scale, *calls, *t.graph));
+      t.graph->set_attachment(std::make_unique<TowerReplication>(i, n, t.scale, *calls, *t.graph));
     }
     TensorDict features("features"), labels("labels");
     for (const auto& [name, entry] : inputs) {
       std::vector<std::int64_t> dims = entry.first.shape.dims();
-      dims[0] /= n;
+      dims[0] = t.rows;
       const Tensor in = t.graph->input(name, Shape(dims), entry.first.dtype);
       const bool is_feature = std::string(entry.second) == "features";
       const auto& specs = is_feature ? root.feature_specs() : root.label_specs();
@@ -106,10 +119,9 @@ Towers::Towers(ModelContext& root, const ModelFn& model_fn, int n, Mode mode, co
     }
     ModelContext ctx(*t.graph, i, n);
     if (!inputs.empty()) {
-      tower_batch_ = inputs.begin()->second.first.shape[0] / n;
-      const std::vector<float> ones(static_cast<std::size_t>(tower_batch_), 1.0f);
-      ctx.set_example_weights(mode_ == Mode::Eval ? t.graph->input(kExampleWeights, {tower_batch_})
-                                                  : t.graph->constant({tower_batch_}, ones));
+      const std::vector<float> ones(static_cast<std::size_t>(t.rows), 1.0f);
+      ctx.set_example_weights(mode_ == Mode::Eval ? t.graph->input(kExampleWeights, {t.rows})
+                                                  : t.graph->constant({t.rows}, ones));
       // Evaluation pads a short last batch: a loss given no weights leaves
       // the padding out all the same.
       if (mode_ == Mode::Eval) t.graph->set_example_weights(ctx.example_weights());
@@ -130,10 +142,15 @@ Towers::Towers(ModelContext& root, const ModelFn& model_fn, int n, Mode mode, co
 // The threads first (declared last), then each tower's program before its graph.
 Towers::~Towers() = default;
 
-void Towers::collect_gradients(const OptimizerCalls& calls, float scale) {
+bool Towers::unequal() const {
+  return std::any_of(towers_.begin(), towers_.end(),
+                     [&](const Tower& t) { return t.rows != towers_.front().rows; });
+}
+
+void Towers::collect_gradients(const OptimizerCalls& calls) {
   for (std::size_t i = 0; i < towers_.size(); ++i) {
     Tower& t = towers_[i];
-    t.scaled_loss = scale != 1.0f ? t.spec.loss * scale : t.spec.loss;
+    t.scaled_loss = t.scale != 1.0f ? t.spec.loss * t.scale : t.spec.loss;
     for (const OptimizerCalls::Call& call : calls.calls) {
       for (const GradVar& gv : call.per_tower[i]) {
         if (gv.grad.sparse()) {  // its rows go to the master as they are, not summed
@@ -187,12 +204,13 @@ std::vector<HostBatch> Towers::shards_of(const HostBatch& features, const HostBa
   for (const auto& [key, value] : features) all[input_name(key, "features")] = value;
   for (const auto& [key, value] : labels) all[input_name(key, "labels")] = value;
   if (mode_ == Mode::Eval) {  // sharded with the batch: each tower its rows' weights
-    const std::int64_t rows = tower_batch_ * n;
-    std::vector<float> weights(static_cast<std::size_t>(rows), 1.0f);
-    for (std::int64_t r = real_examples.value_or(rows); r < rows; ++r) weights[r] = 0.0f;
-    all[kExampleWeights] = HostTensor::floats({rows}, weights);
+    std::vector<float> weights(static_cast<std::size_t>(batch_), 1.0f);
+    for (std::int64_t r = real_examples.value_or(batch_); r < batch_; ++r) weights[r] = 0.0f;
+    all[kExampleWeights] = HostTensor::floats({batch_}, weights);
   }
-  std::vector<HostBatch> shards = shard(all, n);
+  std::vector<std::int64_t> rows;
+  for (const Tower& t : towers_) rows.push_back(t.rows);
+  std::vector<HostBatch> shards = unequal() ? shard(all, rows) : shard(all, n);
   check_batch(shards.front());
   return shards;
 }

@@ -25,7 +25,8 @@ struct OptimizerCalls;
 /// TowerRun builds it first; the exchange and the update read the towers'
 /// buffers and hand work back through run_after() and weights_arrive().
 ///
-///   vkt::Towers towers(root, model_fn, n, mode, params, scale, &calls, rank, device_of);
+///   vkt::Towers towers(root, model_fn, n, mode, params, shares, &calls, rank, processes,
+///                      precision, device_of);
 ///   towers.build_training_programs(bucket_of, buckets, processes);
 ///   std::vector<vkt::Ticket> done = towers.run(towers.shards_of(f, l), {}, step, &losses, &ex);
 class Towers {
@@ -36,6 +37,9 @@ class Towers {
     std::unique_ptr<Graph> graph;
     EstimatorSpec spec;
     Tensor scaled_loss;
+    std::int64_t rows = 0;             // its shard's rows of this process's batch
+    std::int64_t first = 0;            // where its shard starts in this process's batch
+    float scale = 1.0f;                // its loss scale (TowerRun::loss_scale)
     std::vector<Tensor> gradients;     // Train: every recorded call's, in call order
     std::vector<Tensor> accumulators;  // Eval: every metric's, in metric order
     bool takes_example_weights = false;
@@ -52,12 +56,19 @@ class Towers {
   /// model function on it. Every check on the inputs comes before the first
   /// device is asked for. `calls`: where the towers' TowerOptimizer calls are
   /// recorded when their gradients are exchanged (null: one tower trains
-  /// alone, or not training). `scale` is the towers' loss scale; `rank` this
-  /// process's (the shards' first rows, so dropout, depend on it).
-  /// `precision` is every tower graph's (GraphOptions::precision); a half one
-  /// needs 16-bit storage on every tower's device.
+  /// alone, or not training). `shares`: how the batch is cut and each
+  /// shard's loss scale; `rank` this process's (the shards' first rows, so
+  /// dropout, depend on it). `precision` is every tower graph's
+  /// (GraphOptions::precision); a half one needs 16-bit storage on every
+  /// tower's device.
+  struct Shares {
+    /// One weight per tower (ReplicateOptions::shard_weights); empty: equal shards.
+    std::vector<double> weights;
+    /// A shard's loss scale from its rows and the process's batch.
+    std::function<float(std::int64_t rows, std::int64_t batch)> scale_of;
+  };
   Towers(ModelContext& root, const ModelFn& model_fn, int towers, Mode mode, const Params& params,
-         float scale, OptimizerCalls* calls, int rank, int processes, Precision precision,
+         const Shares& shares, OptimizerCalls* calls, int rank, int processes, Precision precision,
          const std::function<Device&(int)>& device_of);
   ~Towers();
   Towers(const Towers&) = delete;
@@ -65,7 +76,7 @@ class Towers {
 
   /// Training with an exchange: each tower's gradients (Tower::gradients, in
   /// call order, sparse ones as values then indices) and its scaled loss.
-  void collect_gradients(const OptimizerCalls& calls, float scale);
+  void collect_gradients(const OptimizerCalls& calls);
   /// Training with an exchange: each tower's step program, writing gradient k
   /// in bucket `bucket_of[k]` (the executor reports each bucket as written).
   /// Their cross_replica_sums go on across `processes` (null: one process).
@@ -106,8 +117,10 @@ class Towers {
   std::vector<Tower>::iterator end() { return towers_.end(); }
   std::vector<Tower>::const_iterator begin() const { return towers_.begin(); }
   std::vector<Tower>::const_iterator end() const { return towers_.end(); }
-  /// Rows of the global batch per tower.
-  std::int64_t tower_batch() const { return tower_batch_; }
+  /// Rows of this process's batch, all towers' shards together.
+  std::int64_t batch() const { return batch_; }
+  /// True when the towers' shards differ in size (ReplicateOptions::shard_weights).
+  bool unequal() const;
   /// Stops the towers' threads (before what they call into goes away).
   void stop_threads() { threads_.reset(); }
 
@@ -124,7 +137,7 @@ class Towers {
   std::unique_ptr<TowerThreads> threads_;  // several towers; one runs on the caller's
   // Training with an exchange: the towers' meeting point at each cross_replica_sum.
   std::unique_ptr<ReplicaSum> replica_sum_;
-  std::int64_t tower_batch_ = 0;
+  std::int64_t batch_ = 0;
   bool prefed_ = false;  // the next step's batch is in the towers' feed buffers
 };
 

@@ -247,3 +247,30 @@ TEST_CASE(
   const float worst = vkt::test::worst_difference(train(back.path.string(), true, 1, 6), whole);
   CHECK(worst < 2e-5f);
 }
+
+TEST_CASE("2 processes x 2 towers with shards of 3:1 train what 1 process x 1 tower does",
+          "[mpi][unequal_shards]") {
+  const auto train = [](const std::string& dir, bool mpi, std::vector<std::uint32_t> devices,
+                        std::vector<double> weights) {
+    vkt::Estimator estimator(vkt::replicate_model_fn(mlp, {.devices = std::move(devices),
+                                                           .shard_weights = std::move(weights)}),
+                             {.model_dir = dir,
+                              .random_seed = 5,
+                              .log_step_count_steps = 0,
+                              .progress = false,
+                              .plot_loss = false,
+                              .mpi = mpi},
+                             {{"dropout", 0.3}});
+    estimator.train(
+        vkt::dataset_input(
+            make_data(),
+            {.batch_size = 16, .epochs = 0, .shuffle_seed = 11, .drop_remainder = true}),
+        {.steps = 4});
+    return vkt::test::variables_of(estimator,
+                                   std::vector<const char*>{"hidden/kernel", "out/kernel"});
+  };
+  TempDir mine, alone;
+  const std::vector<float> many = train(mine.path.string(), true, {0, 0}, {3, 1});
+  const std::vector<float> one = train(alone.path.string(), false, {0}, {});
+  CHECK(vkt::test::worst_difference(many, one) < 1e-4f);
+}

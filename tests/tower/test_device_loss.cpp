@@ -144,7 +144,7 @@ std::string read(const std::string& path) {
 
 TEST_CASE(
     "a tower's device lost at any submit of a step: Stop names the device, the tower and the "
-    "last checkpoint, which loads; Continue finishes on the other tower as a run started from "
+    "last checkpoint, which loads, and Continue finishes on the other tower as a run started from "
     "that checkpoint does",
     "[estimator][device_loss]") {
   const Run base{};

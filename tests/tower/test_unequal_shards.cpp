@@ -1,0 +1,140 @@
+// Unequal shards (ReplicateOptions::shard_weights): each tower's loss weighs
+// its rows, so 3:1 (and 1:2:1) shards train, evaluate and predict as one tower
+// on the whole batch does, for every loss reduction, dropout included (a row
+// draws its mask by its place in the global batch).
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <vktower/optimizers/adam.h>
+#include <vktower/optimizers/tower_optimizer.h>
+#include <vktower/runtime/graph/ops/dropout.h>
+#include <vktower/runtime/graph/ops/layers.h>
+#include <vktower/runtime/graph/ops/losses.h>
+#include <vktower/tower/estimator.h>
+#include <vktower/tower/metrics.h>
+#include <vktower/tower/replicate.h>
+
+#include "../estimator_support.h"
+#include "../test_support.h"
+
+using Catch::Matchers::Contains;
+using vkt::HostTensor;
+using vkt::Tensor;
+using vkt::test::TempDir;
+
+namespace {
+
+constexpr std::int64_t kRows = 48, kFeatures = 5, kClasses = 3;
+
+vkt::Dataset make_data() {
+  const std::vector<float> x =
+      vkt::test::random_floats(static_cast<std::size_t>(kRows * kFeatures), 6, -2.0f, 2.0f);
+  std::vector<std::int32_t> y(kRows);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<std::int32_t>((i * 7 + 2) % 3);
+  return vkt::Dataset(
+      {{"x", HostTensor::floats({kRows, kFeatures}, x)}, {"y", HostTensor::ints({kRows}, y)}});
+}
+
+/// An MLP with dropout; its loss reduced by `reduction` over the example weights.
+vkt::ModelFn mlp(vkt::Reduction reduction) {
+  return [reduction](vkt::ModelContext& ctx, const vkt::TensorDict& f, const vkt::TensorDict& l,
+                     vkt::Mode mode, const vkt::Params&) {
+    using vkt::layers::Activation;
+    Tensor h = vkt::layers::dense(f.at("x"), 12, Activation::Relu, "hidden");
+    h = vkt::dropout(h, 0.25f, 1);
+    const Tensor logits = vkt::layers::dense(h, kClasses, Activation::None, "out");
+    vkt::EstimatorSpec spec{.mode = mode};
+    spec.predictions = {{"logits", logits}};
+    if (mode == vkt::Mode::Predict) return spec;
+    spec.loss =
+        vkt::sparse_softmax_cross_entropy(l.at("y"), logits, ctx.example_weights(), reduction);
+    if (mode == vkt::Mode::Eval) {
+      spec.eval_metric_ops = {{"accuracy", vkt::metrics::accuracy(l.at("y"), logits)}};
+    }
+    if (mode == vkt::Mode::Train) {
+      vkt::TowerOptimizer adam([] { return std::make_unique<vkt::Adam>(0.02f); });
+      spec.train_op = adam.minimize(spec.loss);
+    }
+    return spec;
+  };
+}
+
+struct Result {
+  std::vector<float> variables;
+  std::map<std::string, double> metrics;
+  std::vector<float> logits;
+};
+
+/// 5 steps on batches of 16, then evaluation and prediction in batches of 20
+/// (the last one short: 8 real rows, padded).
+Result run(vkt::Reduction reduction, vkt::LossReduction across, std::vector<double> weights) {
+  const int towers = weights.empty() ? 1 : static_cast<int>(weights.size());
+  TempDir dir;
+  vkt::Estimator estimator(
+      vkt::replicate_model_fn(mlp(reduction), {.loss_reduction = across,
+                                               .devices = std::vector<std::uint32_t>(
+                                                   static_cast<std::size_t>(towers), 0),
+                                               .shard_weights = std::move(weights)}),
+      {.model_dir = dir.path,
+       .random_seed = 4,
+       .log_step_count_steps = 0,
+       .save_summary_steps = 0,
+       .progress = false,
+       .plot_loss = false});
+  const vkt::Dataset data = make_data();
+  estimator.train(
+      vkt::dataset_input(
+          data, {.batch_size = 16, .epochs = 0, .shuffle_seed = 1, .drop_remainder = true}),
+      {.steps = 5});
+  Result r;
+  r.variables = vkt::test::variables_of(
+      estimator, std::vector<const char*>{"hidden/kernel", "hidden/bias", "out/kernel"});
+  r.metrics = estimator.evaluate(vkt::dataset_input(data, {.batch_size = 20}));
+  r.logits = estimator.predict(vkt::dataset_input(data, {.batch_size = 20})).at("logits").f32;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "shards of 3:1 and 1:2:1 train, evaluate and predict as one tower on the whole batch, for "
+    "every loss reduction",
+    "[towers][unequal_shards]") {
+  struct Case {
+    vkt::Reduction reduction;
+    vkt::LossReduction across;
+  };
+  for (const Case c :
+       {Case{vkt::Reduction::Mean, vkt::LossReduction::Mean},
+        Case{vkt::Reduction::SumByNonzeroWeights, vkt::LossReduction::SumByNonzeroWeights},
+        Case{vkt::Reduction::Sum, vkt::LossReduction::Sum}}) {
+    INFO("reduction " << static_cast<int>(c.reduction));
+    const Result one = run(c.reduction, c.across, {});
+    for (const std::vector<double>& weights :
+         {std::vector<double>{3, 1}, std::vector<double>{1, 2, 1}}) {
+      INFO(weights.size() << " towers");
+      const Result many = run(c.reduction, c.across, weights);
+      // Float reassociation of the towers' sum; a shard weighed by 1/N
+      // instead of its rows moves the weights by ~1e-2.
+      CHECK(vkt::test::worst_difference(many.variables, one.variables) < 2e-5f);
+      CHECK(many.metrics.at("examples") == kRows);
+      CHECK(std::abs(many.metrics.at("loss") - one.metrics.at("loss")) < 1e-5);
+      CHECK(std::abs(many.metrics.at("accuracy") - one.metrics.at("accuracy")) < 1e-9);
+      REQUIRE(many.logits.size() == one.logits.size());
+      CHECK(vkt::test::worst_difference(many.logits, one.logits) < 1e-4f);
+    }
+  }
+}
+
+TEST_CASE("shard weights that are not one positive number per tower are refused",
+          "[towers][unequal_shards][errors]") {
+  const auto error = [](std::vector<double> weights) {
+    return vkt::test::error_of(
+        [&] { run(vkt::Reduction::Mean, vkt::LossReduction::Mean, std::move(weights)); });
+  };
+  CHECK_THAT(error({3, 0}), Contains("must each be a finite number above 0"));
+  CHECK_THAT(error({1, -2}), Contains("must each be a finite number above 0"));
+}
