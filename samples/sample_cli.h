@@ -19,7 +19,7 @@
 
 /// --devices, --model-dir, --steps, --seed, --batch-size, --accumulate, --mpi,
 /// --precision, --loss-scale, --exchange-dtype, --weight-copy-dtype,
-/// --on-device-loss.
+/// --shard-weights, --on-device-loss.
 struct SampleFlags {
   std::string devices = "all";
   std::string model_dir{};
@@ -33,6 +33,7 @@ struct SampleFlags {
   std::string exchange_dtype = "fp32";
   std::string weight_copy_dtype = "fp32";
   std::string on_device_loss = "stop";
+  std::string shard_weights = "equal";
 };
 
 /// Adds the shared flags to `app`, with `flags` holding the sample's defaults.
@@ -74,6 +75,10 @@ inline void add_sample_flags(CLI::App& app, SampleFlags& flags, const char* seed
                  "consolidation device keeps f32 masters; the towers compute with the copies)")
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  app.add_option("--shard-weights", flags.shard_weights,
+                 "equal|LIST: each tower's share of the batch; a list like 3,1 (one number per "
+                 "tower) gives the first tower 3/4 of it, e.g. for a faster device")
+      ->capture_default_str();
   app.add_option("--on-device-loss", flags.on_device_loss,
                  "stop|continue: when a tower's device is lost, stop (the last checkpoint is "
                  "intact) or go on without it from the last checkpoint, the batch unchanged")
@@ -101,15 +106,46 @@ inline vkt::DType dtype_flag(const std::string& value) {
   return value == "bf16" ? vkt::DType::BF16 : vkt::DType::F32;
 }
 
+/// ReplicateOptions::shard_weights from --shard-weights ("equal", or one
+/// number above 0 per tower); vkt::Error in the flag's words otherwise.
+inline std::vector<double> shard_weights_of(const SampleFlags& flags, std::size_t towers) {
+  if (flags.shard_weights == "equal") return {};
+  std::vector<double> weights;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = flags.shard_weights.find(',', start);
+    const std::string item = flags.shard_weights.substr(start, comma - start);
+    const double w = finite_number(item);
+    if (!(w > 0)) {
+      throw vkt::Error(fmt::format(
+          "--shard-weights {}: '{}' is not a number above 0; give equal or one number per "
+          "tower, e.g. 3,1",
+          flags.shard_weights, item));
+    }
+    weights.push_back(w);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (weights.size() != towers) {
+    throw vkt::Error(fmt::format(
+        "--shard-weights {} gives {} weight{} for {} tower{} (--devices); give one per tower",
+        flags.shard_weights, weights.size(), weights.size() == 1 ? "" : "s", towers,
+        towers == 1 ? "" : "s"));
+  }
+  return weights;
+}
+
 /// The ReplicateOptions the shared flags set (--precision, --loss-scale,
-/// --exchange-dtype, --weight-copy-dtype), on `devices`.
+/// --exchange-dtype, --weight-copy-dtype, --shard-weights), on `devices`.
 inline vkt::ReplicateOptions replicate_options(const SampleFlags& flags,
                                                std::vector<std::uint32_t> devices) {
+  std::vector<double> weights = shard_weights_of(flags, devices.size());
   return {.devices = std::move(devices),
           .precision = precision_of(flags),
           .loss_scaling = loss_scaling_of(flags),
           .exchange_dtype = dtype_flag(flags.exchange_dtype),
-          .weight_copy_dtype = dtype_flag(flags.weight_copy_dtype)};
+          .weight_copy_dtype = dtype_flag(flags.weight_copy_dtype),
+          .shard_weights = std::move(weights)};
 }
 
 /// RunConfig::mpi from the flags: on with --mpi, else detected from the launch.
