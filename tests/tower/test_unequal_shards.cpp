@@ -4,63 +4,22 @@
 // draws its mask by its place in the global batch).
 #include <catch2/catch.hpp>
 
-#include <memory>
+#include <map>
 #include <string>
 #include <vector>
 
-#include <vktower/optimizers/adam.h>
-#include <vktower/optimizers/tower_optimizer.h>
-#include <vktower/runtime/graph/ops/dropout.h>
-#include <vktower/runtime/graph/ops/layers.h>
-#include <vktower/runtime/graph/ops/losses.h>
 #include <vktower/tower/estimator.h>
-#include <vktower/tower/metrics.h>
 #include <vktower/tower/replicate.h>
 
+#include "../dropout_mlp_fixture.h"
 #include "../estimator_support.h"
-#include "../test_support.h"
 
 using Catch::Matchers::Contains;
-using vkt::HostTensor;
-using vkt::Tensor;
 using vkt::test::TempDir;
 
 namespace {
 
-constexpr std::int64_t kRows = 48, kFeatures = 5, kClasses = 3;
-
-vkt::Dataset make_data() {
-  const std::vector<float> x =
-      vkt::test::random_floats(static_cast<std::size_t>(kRows * kFeatures), 6, -2.0f, 2.0f);
-  std::vector<std::int32_t> y(kRows);
-  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<std::int32_t>((i * 7 + 2) % 3);
-  return vkt::Dataset(
-      {{"x", HostTensor::floats({kRows, kFeatures}, x)}, {"y", HostTensor::ints({kRows}, y)}});
-}
-
-/// An MLP with dropout; its loss reduced by `reduction` over the example weights.
-vkt::ModelFn mlp(vkt::Reduction reduction) {
-  return [reduction](vkt::ModelContext& ctx, const vkt::TensorDict& f, const vkt::TensorDict& l,
-                     vkt::Mode mode, const vkt::Params&) {
-    using vkt::layers::Activation;
-    Tensor h = vkt::layers::dense(f.at("x"), 12, Activation::Relu, "hidden");
-    h = vkt::dropout(h, 0.25f, 1);
-    const Tensor logits = vkt::layers::dense(h, kClasses, Activation::None, "out");
-    vkt::EstimatorSpec spec{.mode = mode};
-    spec.predictions = {{"logits", logits}};
-    if (mode == vkt::Mode::Predict) return spec;
-    spec.loss =
-        vkt::sparse_softmax_cross_entropy(l.at("y"), logits, ctx.example_weights(), reduction);
-    if (mode == vkt::Mode::Eval) {
-      spec.eval_metric_ops = {{"accuracy", vkt::metrics::accuracy(l.at("y"), logits)}};
-    }
-    if (mode == vkt::Mode::Train) {
-      vkt::TowerOptimizer adam([] { return std::make_unique<vkt::Adam>(0.02f); });
-      spec.train_op = adam.minimize(spec.loss);
-    }
-    return spec;
-  };
-}
+constexpr std::int64_t kRows = 48;
 
 struct Result {
   std::vector<float> variables;
@@ -73,22 +32,14 @@ struct Result {
 Result run(vkt::Reduction reduction, vkt::LossReduction across, std::vector<double> weights) {
   const int towers = weights.empty() ? 1 : static_cast<int>(weights.size());
   TempDir dir;
-  vkt::Estimator estimator(
-      vkt::replicate_model_fn(mlp(reduction), {.loss_reduction = across,
-                                               .devices = std::vector<std::uint32_t>(
-                                                   static_cast<std::size_t>(towers), 0),
-                                               .shard_weights = std::move(weights)}),
-      {.model_dir = dir.path,
-       .random_seed = 4,
-       .log_step_count_steps = 0,
-       .save_summary_steps = 0,
-       .progress = false,
-       .plot_loss = false});
-  const vkt::Dataset data = make_data();
-  estimator.train(
-      vkt::dataset_input(
-          data, {.batch_size = 16, .epochs = 0, .shuffle_seed = 1, .drop_remainder = true}),
-      {.steps = 5});
+  vkt::Estimator estimator(vkt::replicate_model_fn(vkt::test::dropout_mlp({.reduction = reduction}),
+                                                   {.loss_reduction = across,
+                                                    .devices = std::vector<std::uint32_t>(
+                                                        static_cast<std::size_t>(towers), 0),
+                                                    .shard_weights = std::move(weights)}),
+                           vkt::test::quiet_config(dir.path, 4));
+  const vkt::Dataset data = vkt::test::classification_data(kRows, 5, 3, 6);
+  estimator.train(vkt::test::training_batches(data, 16), {.steps = 5});
   Result r;
   r.variables = vkt::test::variables_of(
       estimator, std::vector<const char*>{"hidden/kernel", "hidden/bias", "out/kernel"});
