@@ -38,7 +38,15 @@ void Estimator::handle_device_loss(const DeviceLost& error) {
   const bool go_on = config_.on_device_loss == DeviceLossAction::Continue &&
                      processes_ == nullptr && !lost.empty() &&
                      static_cast<int>(lost.size()) < towers;
+  // Every model may hold work on the lost Devices: they go (after the
+  // questions above), so that this Estimator can train, evaluate or predict
+  // again on fresh ones.
+  const auto drop_models = [&] {
+    built_.clear();
+    devices_->forget_lost();
+  };
   if (!go_on) {
+    drop_models();
     const std::string why = config_.on_device_loss == DeviceLossAction::Stop ? ""
                             : processes_ != nullptr
                                 ? " (across processes a lost device stops the run)"
@@ -62,9 +70,7 @@ void Estimator::handle_device_loss(const DeviceLost& error) {
       error.what(), describe(lost), step, towers - static_cast<int>(lost.size()),
       towers - lost.size() == 1 ? "" : "s",
       b.restored ? fmt::format("{}", *b.restored) : std::string("the initial variables"));
-  // Every model may hold work on the lost Devices; they go first.
-  built_.clear();
-  devices_->forget_lost();
+  drop_models();
 }
 
 }  // namespace vkt
