@@ -76,8 +76,9 @@ inline void add_sample_flags(CLI::App& app, SampleFlags& flags, const char* seed
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   app.add_option("--shard-weights", flags.shard_weights,
-                 "equal|LIST: each tower's share of the batch; a list like 3,1 (one number per "
-                 "tower) gives the first tower 3/4 of it, e.g. for a faster device")
+                 "equal|measured|LIST: each tower's share of the batch: measured = by each "
+                 "device's speed over the first steps (kept in the checkpoints); a list like 3,1 "
+                 "(one number per tower) gives the first tower 3/4 of it")
       ->capture_default_str();
   app.add_option("--on-device-loss", flags.on_device_loss,
                  "stop|continue: when a tower's device is lost, stop (the last checkpoint is "
@@ -106,10 +107,10 @@ inline vkt::DType dtype_flag(const std::string& value) {
   return value == "bf16" ? vkt::DType::BF16 : vkt::DType::F32;
 }
 
-/// ReplicateOptions::shard_weights from --shard-weights ("equal", or one
-/// number above 0 per tower); vkt::Error in the flag's words otherwise.
+/// ReplicateOptions::shard_weights from --shard-weights ("equal", "measured"
+/// or one number above 0 per tower); vkt::Error in the flag's words otherwise.
 inline std::vector<double> shard_weights_of(const SampleFlags& flags, std::size_t towers) {
-  if (flags.shard_weights == "equal") return {};
+  if (flags.shard_weights == "equal" || flags.shard_weights == "measured") return {};
   std::vector<double> weights;
   std::size_t start = 0;
   for (;;) {
@@ -145,7 +146,9 @@ inline vkt::ReplicateOptions replicate_options(const SampleFlags& flags,
           .loss_scaling = loss_scaling_of(flags),
           .exchange_dtype = dtype_flag(flags.exchange_dtype),
           .weight_copy_dtype = dtype_flag(flags.weight_copy_dtype),
-          .shard_weights = std::move(weights)};
+          .shard_weights = std::move(weights),
+          .shard_split = flags.shard_weights == "measured" ? vkt::ShardSplit::Measured
+                                                           : vkt::ShardSplit::Equal};
 }
 
 /// RunConfig::mpi from the flags: on with --mpi, else detected from the launch.

@@ -306,7 +306,8 @@ Estimator::Built& Estimator::built(Mode mode, const Batch& first, std::int64_t g
   ModelContext root(instance_, features, labels, GraphOptions{.seed = config_.random_seed});
   root.set_distribution({.processes = processes_,
                          .accumulate_steps = config_.accumulate_steps,
-                         .lost_towers = lost_towers_});
+                         .lost_towers = lost_towers_,
+                         .measured_shard_weights = measured_shards_});
   if (!devices_) devices_ = std::make_unique<TowerDevicePool>();
   root.set_device_pool(devices_.get());
   EstimatorSpec spec = model_fn_(root, {}, {}, mode, params_);

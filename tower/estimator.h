@@ -166,9 +166,14 @@ class Estimator {
   /// Training's start: restores `latest` (rank 0's newest checkpoint) or
   /// warm-starts (RunConfig::warm_start_from), once per built model.
   void start_from(Built& b, const std::optional<std::string>& latest);
-  /// train() from the newest checkpoint (or the built model) to `last`.
-  std::uint64_t train_to(const InputFn& input_fn, const TrainSpec& spec,
-                         std::optional<std::uint64_t> last);
+  /// train() from the newest checkpoint (or the built model) to `last`:
+  /// the global step reached, or none when the model is to be rebuilt (its
+  /// shards measured) and trained on from the checkpoint just saved.
+  std::optional<std::uint64_t> train_to(const InputFn& input_fn, const TrainSpec& spec,
+                                        std::optional<std::uint64_t> last);
+  /// Shards measured after `step`: logged, kept for the next build, and the
+  /// built models dropped.
+  void reshard(const std::vector<double>& weights, std::uint64_t step);
   /// After a device was lost mid-step (`lost`): throws vkt::DeviceLost under
   /// DeviceLossAction::Stop (and across processes), else logs, drops the
   /// built models and the lost Devices so that train_to() rebuilds on the
@@ -217,6 +222,9 @@ class Estimator {
   // Positions in the replicated model's device list of towers lost so far
   // (Distribution::lost_towers): every model built later leaves them out.
   std::vector<int> lost_towers_;
+  // Shard weights measured by this run or the newest checkpoint's
+  // (Distribution::measured_shard_weights).
+  std::vector<double> measured_shards_;
 };
 
 }  // namespace vkt

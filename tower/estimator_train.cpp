@@ -7,6 +7,7 @@
 #include <limits>
 #include <set>
 
+#include "../runtime/io/checkpoint.h"
 #include "../runtime/io/checkpoint_manager.h"
 #include "../runtime/mpi/process_group.h"
 #include "../runtime/vulkan/detail/log.h"
@@ -59,17 +60,21 @@ std::uint64_t Estimator::train(const InputFn& input_fn, const TrainSpec& spec) {
   if (spec.max_steps) last = *spec.max_steps;
   for (;;) {
     try {
-      return train_to(input_fn, spec, last);
+      if (const std::optional<std::uint64_t> reached = train_to(input_fn, spec, last)) {
+        return *reached;
+      }
     } catch (const DeviceLost& e) {
       handle_device_loss(e);
     }
   }
 }
 
-std::uint64_t Estimator::train_to(const InputFn& input_fn, const TrainSpec& spec,
-                                  std::optional<std::uint64_t> last) {
+std::optional<std::uint64_t> Estimator::train_to(const InputFn& input_fn, const TrainSpec& spec,
+                                                 std::optional<std::uint64_t> last) {
   const std::optional<std::string> latest = chief_latest();
   const std::uint64_t start = chief_global_step(latest);  // where the input resumes
+  // Shards measured by an earlier run (ShardSplit::Measured) stay as they were.
+  if (latest && chief() && !processes_) measured_shards_ = checkpoint_shard_weights(*latest);
   if (last && *last <= start) {
     detail::log().info("the model is at global step {}, max_steps is {}: nothing to train", start,
                        *last);
@@ -186,13 +191,20 @@ std::uint64_t Estimator::train_to(const InputFn& input_fn, const TrainSpec& spec
       const bool last_step = last && step >= *last;
       const bool saves =
           config_.save_checkpoints_steps > 0 && step % config_.save_checkpoints_steps == 0;
+      // Measured shards: saved with the weights, then rebuilt on them (train()).
+      const std::optional<std::vector<double>> weights =
+          last_step ? std::nullopt : run.measured_shard_weights();
       // Every loss is seen (a NaN reported) before a checkpoint and at the end.
-      const bool stop = report(late && !saves && !last_step ? 2 : 0) || last_step;
-      if (saves) {
+      const bool stop = report(late && !saves && !weights && !last_step ? 2 : 0) || last_step;
+      if (saves || (weights && !stop)) {
         save();
         saved_at = step;
       }
       if (stop) break;
+      if (weights) {
+        reshard(*weights, step);
+        return std::nullopt;
+      }
       stopped_by = signals ? stop_requested(step) : 0;
       if (stopped_by != 0) break;
       batch = std::move(next);
@@ -226,6 +238,19 @@ std::uint64_t Estimator::train_to(const InputFn& input_fn, const TrainSpec& spec
   if (log_) log_->finish(step, loss);
   if (stopped_by != 0) end_stopped_training(b.restored.value_or(""), step, stopped_by);
   return step;
+}
+
+void Estimator::reshard(const std::vector<double>& weights, std::uint64_t step) {
+  measured_shards_ = weights;
+  if (chief()) {
+    std::vector<std::string> parts;
+    for (const double w : weights) parts.push_back(fmt::format("{:.3g}", w));
+    detail::log().info(
+        "measured the towers' speeds after global step {} (examples per ms: {}): sharding the "
+        "batch by them from now on",
+        step, fmt::join(parts, ", "));
+  }
+  built_.clear();  // rebuilt with the new shards from the checkpoint just saved
 }
 
 void Estimator::end_stopped_training(const std::string& saved, std::uint64_t step, int signal) {

@@ -108,6 +108,9 @@ struct Distribution {
   /// out, the others train the same global batch (the Estimator's
   /// RunConfig::on_device_loss = Continue).
   std::vector<int> lost_towers{};
+  /// Shard weights measured earlier (ShardSplit::Measured; the newest
+  /// checkpoint's): taken in place of measuring when there is one per tower.
+  std::vector<double> measured_shard_weights{};
 };
 
 /// Where a model function builds. A root context (made by whoever runs the

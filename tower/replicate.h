@@ -44,6 +44,14 @@ enum class ConsolidationPlacement { Auto, OnTowerDevice, SeparateDevice };
 /// after another), Shared on a GPU. Both give the same bits.
 enum class TowerDevices { Auto, PerTower, Shared };
 
+/// How the batch is shared among the towers when no shard_weights are given.
+/// Equal: equal shards. Measured: equal shards for the first measure_steps
+/// steps past the first (whose pipelines are still being built), then each
+/// tower's share in proportion to its examples per second on its device over
+/// them, fixed from then on and kept in the checkpoints, so a resume on the
+/// same towers shards the same way (on another count it measures again).
+enum class ShardSplit { Equal, Measured };
+
 /// Dynamic loss scaling of the towers' gradients (LossScaler, PyTorch's
 /// GradScaler). Auto: Dynamic under Precision::F16, whose gradients underflow
 /// without it; Off under F32 and BF16 (bf16 has f32's range).
@@ -121,6 +129,11 @@ struct ReplicateOptions {
   /// so do the evaluation's loss and metrics. Across processes each rank's
   /// slice is shared the same way.
   std::vector<double> shard_weights{};
+  /// With no shard_weights: equal shards, or shares measured over the first
+  /// steps (the samples' --shard-weights measured; one process only).
+  ShardSplit shard_split = ShardSplit::Equal;
+  /// Steps measured under ShardSplit::Measured (after the first). At least 1.
+  std::uint32_t measure_steps = 10;
 };
 
 /// Returns a model function of the same type that, called with a root

@@ -102,7 +102,7 @@ TowerRun::TowerRun(ModelContext& root, const ModelFn& model_fn, const ReplicateO
         "or Mirrored, not RoundRobin, or turn it off (--loss-scale off)");
   }
   const bool replicas = n > 1 || processes() > 1 || accumulate_ > 1 || calls_->loss_scaling;
-  const Towers::Shares shares{options_.shard_weights, [&](std::int64_t rows, std::int64_t batch) {
+  const Towers::Shares shares{shard_weights(n, mode), [&](std::int64_t rows, std::int64_t batch) {
                                 return loss_scale(rows, batch, n, mode);
                               }};
   towers_ = std::make_unique<Towers>(
@@ -378,10 +378,11 @@ std::vector<Graph*> TowerRun::share_graphs() const {
 
 void TowerRun::save(const std::string& path) {
   if (!share_graphs().empty()) {  // RoundRobin: the masters and slots of every share, one file
-    save_checkpoint(share_graphs(), global_step(), path);
+    save_checkpoint(share_graphs(), global_step(), path, measured_weights_);
     return;
   }
-  save_checkpoint(variables_graph(), path);
+  Graph* const graphs[] = {&variables_graph()};
+  save_checkpoint(graphs, global_step(), path, measured_weights_);
 }
 
 void TowerRun::restore(const std::string& path) {

@@ -183,6 +183,12 @@ class TowerRun {
   /// The towers whose Device was lost: after a vkt::DeviceLost, the towers a
   /// run rebuilt to go on leaves out.
   std::vector<LostTower> lost_towers() const;
+  /// ShardSplit::Measured, training: after each completed step, nothing
+  /// until measure_steps steps past the run's first are timed, then (once)
+  /// each tower's weight, its examples per millisecond on its device over
+  /// them: the weights to rebuild the run with (Distribution::
+  /// measured_shard_weights). Waits for each measured step's end.
+  std::optional<std::vector<double>> measured_shard_weights();
   /// True when training scales the loss (ReplicateOptions::loss_scaling).
   bool scales_loss() const;
   /// "fp32", or e.g. "fp16 with dynamic loss scaling from 65536", for the log.
@@ -218,6 +224,9 @@ class TowerRun {
   /// (Distribution::lost_towers), with their tower_device_options; sets
   /// positions_.
   std::vector<std::uint32_t> remaining_devices(const std::vector<std::uint32_t>& listed);
+  /// The shard weights the towers take (ShardSplit; empty: equal shards);
+  /// sets measured_weights_ and whether this run measures.
+  std::vector<double> shard_weights(int towers, Mode mode);
   /// Eval: vkt::Error unless every tower returned the same metrics, computed alike.
   void check_eval_metrics() const;
   /// Feeds each tower its shard and runs it (Towers::run) with the random
@@ -280,6 +289,13 @@ class TowerRun {
   std::unique_ptr<GradientExchange> exchange_;
   std::vector<const Device*> devices_;
   std::vector<int> positions_;  // each tower's position in the device list as given
+  // ShardSplit::Measured: the weights in use, saved in every checkpoint; or,
+  // while measuring, each tower's device milliseconds so far, over steps
+  // counted from the run's first.
+  std::vector<double> measured_weights_;
+  bool measuring_ = false;
+  std::uint32_t steps_run_ = 0, measured_steps_ = 0;
+  std::vector<double> measured_ms_;
   std::uint64_t step_thread_waits_ = 0;
   mutable StepTimes times_;
   mutable bool slowest_unread_ = false;  // times_.slowest_tower is not read back yet

@@ -70,6 +70,11 @@ void save_checkpoint(Graph& graph, const std::string& path) {
 
 void save_checkpoint(std::span<Graph* const> graphs, std::uint64_t global_step,
                      const std::string& path) {
+  save_checkpoint(graphs, global_step, path, {});
+}
+
+void save_checkpoint(std::span<Graph* const> graphs, std::uint64_t global_step,
+                     const std::string& path, std::span<const double> shard_weights) {
   std::vector<detail::CheckpointTensor> tensors;
   for (Graph* graph : graphs) {
     for (const Variable& v : graph->variables()) {
@@ -77,11 +82,15 @@ void save_checkpoint(std::span<Graph* const> graphs, std::uint64_t global_step,
           {v.tensor.name(), v.tensor.shape(), graph->values(v.tensor), v.optional_in_checkpoint});
     }
   }
-  write_file_atomically(path, detail::encode_checkpoint(path, tensors, global_step));
+  write_file_atomically(path, detail::encode_checkpoint(path, tensors, global_step, shard_weights));
 }
 
 std::uint64_t checkpoint_global_step(const std::string& path) {
   return CheckpointFile::read(path, /*check_data=*/false).global_step();
+}
+
+std::vector<double> checkpoint_shard_weights(const std::string& path) {
+  return CheckpointFile::read(path, /*check_data=*/false).shard_weights();
 }
 
 void load_checkpoint(Graph& graph, const std::string& path, CheckpointMatch match) {

@@ -16,6 +16,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "host_tensor.h"
 
@@ -50,6 +51,10 @@ void load_checkpoint(Graph& graph, const std::string& path,
 /// with `global_step`. Names must be unique across the graphs.
 void save_checkpoint(std::span<Graph* const> graphs, std::uint64_t global_step,
                      const std::string& path);
+/// The same, recording the towers' measured shard weights in the header
+/// (checkpoint_shard_weights reads them back; none: `shard_weights` empty).
+void save_checkpoint(std::span<Graph* const> graphs, std::uint64_t global_step,
+                     const std::string& path, std::span<const double> shard_weights);
 /// Loads such a checkpoint: every graph's variables, as `match` says, and
 /// every graph's global step; all checks before anything changes.
 void load_checkpoint(std::span<Graph* const> graphs, const std::string& path,
@@ -69,5 +74,9 @@ std::map<std::string, HostTensor> read_safetensors(const std::string& path);
 /// The global step a checkpoint was written at, from its header alone (the
 /// data is checked when it is loaded). vkt::Error when the header is unreadable.
 std::uint64_t checkpoint_global_step(const std::string& path);
+
+/// The measured shard weights a checkpoint records (save_checkpoint with
+/// shard weights), from its header alone; empty when it records none.
+std::vector<double> checkpoint_shard_weights(const std::string& path);
 
 }  // namespace vkt

@@ -1,11 +1,13 @@
 #include "checkpoint_file.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <bit>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -302,11 +304,34 @@ void check_listing(const std::string& path, const json& meta,
   }
 }
 
+// "0.75,0.25": every item a finite decimal above 0, at most 4096 of them.
+std::vector<double> parse_weights(const std::string& path, const std::string& text) {
+  std::vector<double> weights;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? comma : comma - start);
+    double w = 0;
+    const char* last = item.data() + item.size();
+    const auto [end, ec] = std::from_chars(item.data(), last, w);
+    if (item.empty() || ec != std::errc() || end != last || !std::isfinite(w) || w <= 0 ||
+        weights.size() == 4096) {
+      refuse(path, fmt::format("metadata \"shard_weights\" is {}, not up to 4096 numbers above "
+                               "0 joined by commas",
+                               quoted(text)));
+    }
+    weights.push_back(w);
+    if (comma == std::string::npos) return weights;
+    start = comma + 1;
+  }
+}
+
 }  // namespace
 
 std::vector<char> encode_checkpoint(const std::string& path,
                                     std::span<const CheckpointTensor> tensors,
-                                    std::uint64_t global_step) {
+                                    std::uint64_t global_step,
+                                    std::span<const double> shard_weights) {
   json header = json::object();
   json listing = json::array();
   std::uint64_t size = 0;
@@ -333,6 +358,11 @@ std::vector<char> encode_checkpoint(const std::string& path,
                             {"crc32", std::to_string(data_crc)},
                             {"header_crc32", kCrcPlaceholder},
                             {"variables", listing.dump()}};
+  if (!shard_weights.empty()) {
+    std::vector<std::string> parts;
+    for (const double w : shard_weights) parts.push_back(fmt::format("{}", w));
+    header["__metadata__"]["shard_weights"] = fmt::format("{}", fmt::join(parts, ","));
+  }
   std::string text = header.dump();
   // Pad with spaces (valid JSON) so the data section starts 8-byte aligned, as
   // the reference safetensors writer does.
@@ -375,6 +405,9 @@ CheckpointFile::CheckpointFile(std::string path, std::vector<char> bytes, bool c
   const std::uint64_t crc =
       parse_decimal(path_, "crc32", metadata_string(path_, meta, "crc32"), 0xffffffffu);
   step_ = parse_decimal(path_, "global_step", metadata_string(path_, meta, "global_step"));
+  if (meta.contains("shard_weights")) {
+    shard_weights_ = parse_weights(path_, metadata_string(path_, meta, "shard_weights"));
+  }
   if (!check_data) return;
   const std::uint32_t actual = crc32_of({bytes_.data() + data_offset_, data_size});
   if (crc != actual) {

@@ -13,6 +13,8 @@
 //                   this field's own 8 hex digits read as "00000000"
 //   "variables"     a JSON string listing every tensor's name and shape in data order
 //                   (and "optional": true for a variable a model may lack)
+//   "shard_weights" optional: the towers' measured shard weights, decimals
+//                   joined by commas (ReplicateOptions::ShardSplit::Measured)
 // Together the two checksums cover every byte of the file. Files of format
 // "vktower" (written before header_crc32 existed) are still read: every header
 // field is cross-checked against the listing and the data, but their header has
@@ -41,7 +43,8 @@ struct CheckpointTensor {
 /// `global_step`; `path` (where it will be written) names errors.
 std::vector<char> encode_checkpoint(const std::string& path,
                                     std::span<const CheckpointTensor> tensors,
-                                    std::uint64_t global_step);
+                                    std::uint64_t global_step,
+                                    std::span<const double> shard_weights = {});
 
 /// Where a tensor's values lie in the data section.
 struct CheckpointEntry {
@@ -73,6 +76,9 @@ class CheckpointFile {
 
   const std::string& path() const { return path_; }
   std::uint64_t global_step() const { return step_; }
+  /// The measured shard weights the file records (each finite and above 0),
+  /// or none.
+  const std::vector<double>& shard_weights() const { return shard_weights_; }
   const std::map<std::string, CheckpointEntry>& entries() const { return entries_; }
   /// The values of tensor `name` (one of entries()).
   std::vector<float> values(const std::string& name) const;
@@ -83,6 +89,7 @@ class CheckpointFile {
   std::uint64_t data_offset_ = 0;
   std::map<std::string, CheckpointEntry> entries_;
   std::uint64_t step_ = 0;
+  std::vector<double> shard_weights_;
 };
 
 }  // namespace vkt::detail

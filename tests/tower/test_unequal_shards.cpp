@@ -5,9 +5,11 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include <vktower/runtime/io/checkpoint.h>
 #include <vktower/tower/estimator.h>
 #include <vktower/tower/replicate.h>
 
@@ -88,4 +90,42 @@ TEST_CASE("shard weights that are not one positive number per tower are refused"
   };
   CHECK_THAT(error({3, 0}), Contains("must each be a finite number above 0"));
   CHECK_THAT(error({1, -2}), Contains("must each be a finite number above 0"));
+}
+
+TEST_CASE(
+    "measured shards: after the measured steps the towers share the batch by their speed, "
+    "every later checkpoint records the weights, a resume keeps them, and training equals one "
+    "tower",
+    "[towers][unequal_shards][measured]") {
+  const vkt::Dataset data = vkt::test::classification_data(kRows, 5, 3, 6);
+  const auto estimator = [&](const TempDir& dir, std::vector<std::uint32_t> devices) {
+    return std::make_unique<vkt::Estimator>(
+        vkt::replicate_model_fn(vkt::test::dropout_mlp(), {.devices = std::move(devices),
+                                                           .shard_split = vkt::ShardSplit::Measured,
+                                                           .measure_steps = 2}),
+        vkt::test::quiet_config(dir.path, 4, 1));
+  };
+  TempDir measured, alone;
+  REQUIRE(estimator(measured, {0, 0})->train(vkt::test::training_batches(data, 16), {.steps = 6}) ==
+          6);
+  REQUIRE(estimator(alone, {0})->train(vkt::test::training_batches(data, 16), {.steps = 8}) == 8);
+  // Step 1 builds pipelines; steps 2 and 3 are timed; from ckpt-3 on the
+  // weights are recorded, the same ones in every checkpoint.
+  CHECK(vkt::checkpoint_shard_weights(measured / "ckpt-2.safetensors").empty());
+  const std::vector<double> weights =
+      vkt::checkpoint_shard_weights(measured / "ckpt-3.safetensors");
+  REQUIRE(weights.size() == 2);
+  CHECK(weights[0] > 0);
+  CHECK(weights[1] > 0);
+  CHECK(vkt::checkpoint_shard_weights(measured / "ckpt-6.safetensors") == weights);
+  // A new run on the same towers takes them from the checkpoint, not measuring anew.
+  auto resumed = estimator(measured, {0, 0});
+  REQUIRE(resumed->train(vkt::test::training_batches(data, 16), {.steps = 2}) == 8);
+  CHECK(vkt::checkpoint_shard_weights(measured / "ckpt-8.safetensors") == weights);
+  // However the batch was shared: float reassociation from one tower only.
+  const std::vector<const char*> names{"hidden/kernel", "hidden/bias", "out/kernel"};
+  vkt::Estimator one(vkt::replicate_model_fn(vkt::test::dropout_mlp(), {.devices = {0}}),
+                     vkt::test::quiet_config(alone.path, 4));
+  CHECK(vkt::test::worst_difference(vkt::test::variables_of(*resumed, names),
+                                    vkt::test::variables_of(one, names)) < 2e-5f);
 }
