@@ -241,3 +241,31 @@ TEST_CASE("shapes refuse more elements than any device holds instead of overflow
   CHECK(vkt::Shape({std::int64_t{1} << 24, std::int64_t{1} << 24}).elements() == std::int64_t{1}
                                                                                      << 48);
 }
+
+TEST_CASE(
+    "a checkpoint's measured shard weights round-trip exactly, and a header holding anything "
+    "but numbers above 0 there is refused") {
+  TempDir dir;
+  vkt::Graph graph(vkt::test::shared_device(), {.seed = 3});
+  graph.variable("w", {2}, Initializer::uniform(-1.0f, 1.0f));
+  vkt::Graph* const graphs[] = {&graph};
+  const std::string path = dir / "measured.safetensors";
+  const std::vector<double> weights{20.125, 1.0 / 3.0, 1e-3};
+  vkt::save_checkpoint(graphs, 7, path, weights);
+  CHECK(vkt::checkpoint_shard_weights(path) == weights);
+  CHECK(vkt::checkpoint_shard_weights(saved_checkpoint(dir, 5)).empty());
+
+  const Split s = split(unversioned(vkt::test::read_file(path)));
+  const std::string crafted = dir / "crafted.safetensors";
+  const std::string key = R"("shard_weights":")";
+  const std::size_t from = s.header.find(key) + key.size();
+  REQUIRE(from != std::string::npos + key.size());
+  const std::size_t to = s.header.find('"', from);
+  for (const char* bad : {"abc", "1,-2", "1,,2", "nan", "", "1,inf", "0x10", "1 ,2"}) {
+    INFO(bad);
+    std::string header = s.header;
+    header.replace(from, to - from, bad);
+    vkt::test::write_file(crafted, join(header, s.data));
+    require_refused(crafted, R"(metadata "shard_weights")");
+  }
+}
