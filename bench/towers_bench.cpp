@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <random>
 
 namespace {
@@ -64,6 +65,50 @@ Result measure(vkt::TowerRun& run, const vkt::HostBatch& features, const vkt::Ho
   return r;
 }
 
+/// --shard-weights measured on `pair` (two device indices, e.g. a GPU and
+/// lavapipe): each device alone, the pair on equal shards, then the pair on
+/// the shards its own measurement (ShardSplit::Measured, as the Estimator
+/// does) gives, against the sum of the two alone.
+template <class Model>
+void measured_pair(vkt::Instance& instance, const Model& model,
+                   const std::vector<std::uint32_t>& pair, const vkt::HostBatch& features,
+                   const vkt::HostBatch& labels, int steps, std::int64_t batch, std::int64_t in) {
+  const auto run_on = [&](std::vector<std::uint32_t> devices, vkt::ShardSplit split,
+                          std::vector<double> weights) {
+    const auto replicated =
+        vkt::replicate_model_fn(model, {.loss_reduction = vkt::LossReduction::Mean,
+                                        .devices = std::move(devices),
+                                        .shard_weights = std::move(weights),
+                                        .shard_split = split,
+                                        .measure_steps = static_cast<std::uint32_t>(steps)});
+    vkt::ModelContext root(instance, {{"x", {{batch, in}}}}, {{"y", {{batch}, vkt::DType::I32}}});
+    return replicated(root, {}, {}, vkt::Mode::Train, {}).run;
+  };
+  double sum = 0;
+  for (const std::uint32_t d : pair) {
+    const auto run = run_on({d}, vkt::ShardSplit::Equal, {});
+    const double rate = measure(*run, features, labels, steps, batch).examples_per_s;
+    fmt::print("  device {} ({}) alone: {:8.0f} examples/s\n", d, instance.device(d).name, rate);
+    sum += rate;
+  }
+  const auto equal = run_on(pair, vkt::ShardSplit::Equal, {});
+  const double equal_rate = measure(*equal, features, labels, steps, batch).examples_per_s;
+  const auto timed = run_on(pair, vkt::ShardSplit::Measured, {});
+  std::optional<std::vector<double>> weights;
+  while (!weights) {
+    timed->train_step(features, labels);
+    weights = timed->measured_shard_weights();
+  }
+  const auto shared = run_on(pair, vkt::ShardSplit::Equal, *weights);
+  const double measured_rate = measure(*shared, features, labels, steps, batch).examples_per_s;
+  fmt::print(
+      "  the pair, equal shards: {:8.0f} examples/s; measured shards (weights {:.3g}, "
+      "{:.3g}): {:8.0f} examples/s\n",
+      equal_rate, (*weights)[0], (*weights)[1], measured_rate);
+  fmt::print("equal_pair_vs_sum_ratio={:.2f}\n", equal_rate / sum);
+  fmt::print("measured_pair_vs_sum_ratio={:.2f}\n", measured_rate / sum);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -98,7 +143,21 @@ int main(int argc, char** argv) {
                  "VkDevice) or both")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "per-tower", "shared", "both"}));
+  std::string shard_weights = "equal";
+  std::vector<std::uint32_t> pair;
+  app.add_option("--shard-weights", shard_weights,
+                 "equal, or measured: the --pair of devices each alone, together on equal "
+                 "shards and on measured ones, against the sum of the two alone")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"equal", "measured"}));
+  app.add_option("--pair", pair, "two device indices for --shard-weights measured, e.g. 0,1")
+      ->delimiter(',')
+      ->expected(2);
   CLI11_PARSE(app, argc, argv);
+  if (shard_weights == "measured" && pair.size() != 2) {
+    fmt::print(stderr, "vkt-bench-towers: --shard-weights measured needs --pair A,B\n");
+    return 2;
+  }
 
   const std::int64_t in = 784, classes = 10;
   const auto model = [hidden](vkt::ModelContext&, const vkt::TensorDict& f,
@@ -126,6 +185,11 @@ int main(int argc, char** argv) {
     const vkt::HostBatch features = {{"x", vkt::HostTensor::floats({batch, in}, x)}};
     const vkt::HostBatch labels = {{"y", vkt::HostTensor::ints({batch}, y)}};
 
+    if (shard_weights == "measured") {
+      fmt::print("measured shards on devices {} and {}:\n", pair[0], pair[1]);
+      measured_pair(instance, model, pair, features, labels, steps, batch, in);
+      return 0;
+    }
     const vkt::ConsolidationPlacement where =
         placement == "tower"      ? vkt::ConsolidationPlacement::OnTowerDevice
         : placement == "separate" ? vkt::ConsolidationPlacement::SeparateDevice
