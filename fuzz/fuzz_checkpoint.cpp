@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
+#include <cmath>
 #include <cstring>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const vkt::detail::CheckpointFile header_only("fuzz", bytes, /*check_data=*/false);
     (void)header_only.global_step();
+    // Measured shard weights come out finite and above 0, or the file is refused.
+    for (const double w : header_only.shard_weights()) {
+      if (!(w > 0) || !std::isfinite(w)) __builtin_trap();
+    }
     // Bit 1 of the first byte: read as warm start reads any safetensors file.
     const bool any_safetensors = (data[0] & 2) != 0;
     const vkt::detail::CheckpointFile file("fuzz", bytes, true, any_safetensors);
