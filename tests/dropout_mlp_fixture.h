@@ -13,8 +13,10 @@
 #include <vktower/optimizers/adam.h>
 #include <vktower/optimizers/tower_optimizer.h>
 #include <vktower/runtime/graph/ops/dropout.h>
+#include <vktower/runtime/graph/ops/embedding.h>
 #include <vktower/runtime/graph/ops/layers.h>
 #include <vktower/runtime/graph/ops/losses.h>
+#include <vktower/runtime/graph/ops/shape_ops.h>
 #include <vktower/runtime/io/dataset.h>
 #include <vktower/tower/estimator.h>
 #include <vktower/tower/metrics.h>
@@ -43,6 +45,9 @@ struct DropoutMlp {
   float dropout = 0.25f;
   float learning_rate = 0.02f;
   Reduction reduction = Reduction::Mean;
+  /// Also an embedding table "emb" (10 x 3, sparse gradients) of feature
+  /// "ids" ([batch, 2] ids below 10), concatenated to "x".
+  bool embedding = false;
 };
 
 /// x -> dense `hidden` relu ("hidden") -> dropout -> dense `classes` ("out"):
@@ -52,7 +57,13 @@ inline ModelFn dropout_mlp(DropoutMlp m = {}) {
   return [m](ModelContext& ctx, const TensorDict& f, const TensorDict& l, Mode mode,
              const Params&) {
     using layers::Activation;
-    Tensor h = layers::dense(f.at("x"), m.hidden, Activation::Relu, "hidden");
+    Tensor x = f.at("x");
+    if (m.embedding) {
+      const Tensor table = ctx.graph().variable("emb", {10, 3}, Initializer::normal(0.0f, 0.5f));
+      const Tensor e = embedding_lookup(table, f.at("ids"));  // [b, 2, 3]
+      x = concat({x, reshape(e, {x.shape()[0], 6})}, 1);
+    }
+    Tensor h = layers::dense(x, m.hidden, Activation::Relu, "hidden");
     h = dropout(h, m.dropout, 1);
     const Tensor logits = layers::dense(h, m.classes, Activation::None, "out");
     EstimatorSpec spec{.mode = mode};

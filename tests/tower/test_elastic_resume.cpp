@@ -11,18 +11,11 @@
 #include <string>
 #include <vector>
 
-#include <vktower/optimizers/adam.h>
-#include <vktower/optimizers/tower_optimizer.h>
-#include <vktower/runtime/graph/ops/dropout.h>
-#include <vktower/runtime/graph/ops/embedding.h>
-#include <vktower/runtime/graph/ops/layers.h>
-#include <vktower/runtime/graph/ops/losses.h>
-#include <vktower/runtime/graph/ops/shape_ops.h>
 #include <vktower/runtime/io/checkpoint.h>
 #include <vktower/tower/estimator.h>
 #include <vktower/tower/replicate.h>
 
-#include "../test_support.h"
+#include "../dropout_mlp_fixture.h"
 
 using Catch::Matchers::Contains;
 using vkt::HostTensor;
@@ -31,20 +24,17 @@ using vkt::test::TempDir;
 
 namespace {
 
-constexpr std::int64_t kRows = 48, kBatch = 12, kFeatures = 6, kIds = 2, kTable = 10, kDim = 3,
-                       kClasses = 3;
+constexpr std::int64_t kRows = 48, kBatch = 12;
 
-/// Features "x" (and "ids" for the sparse model), labels "y".
+/// The fixture's classifier data, and for the sparse model "ids" (few distinct
+/// ids: rows repeat within and across every tower's shard).
 vkt::Dataset make_data(bool sparse) {
-  const std::vector<float> x =
-      vkt::test::random_floats(static_cast<std::size_t>(kRows * kFeatures), 4, -2.0f, 2.0f);
-  std::vector<std::int32_t> y(kRows), ids(kRows * kIds);
-  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<std::int32_t>((i * 5 + 4) % 3);
-  // Few distinct ids: rows repeat within and across every tower's shard.
+  vkt::Dataset data = vkt::test::classification_data(kRows, 6, 3, 4);
+  if (!sparse) return data;
+  std::vector<std::int32_t> ids(kRows * 2);
   for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int32_t>((i * 7) % 6);
-  std::map<std::string, HostTensor> columns{{"x", HostTensor::floats({kRows, kFeatures}, x)},
-                                            {"y", HostTensor::ints({kRows}, y)}};
-  if (sparse) columns.emplace("ids", HostTensor::ints({kRows, kIds}, ids));
+  vkt::HostBatch columns = data.columns();
+  columns.emplace("ids", HostTensor::ints({kRows, 2}, ids));
   return vkt::Dataset(std::move(columns));
 }
 
@@ -55,34 +45,6 @@ struct Setup {
   vkt::Precision precision = vkt::Precision::F32;
   bool loss_scaled = false;
 };
-
-/// An MLP with dropout 0.3 (and an embedding of "ids" when sparse), Adam.
-vkt::ModelFn model(bool sparse) {
-  return [sparse](vkt::ModelContext& ctx, const vkt::TensorDict& f, const vkt::TensorDict& l,
-                  vkt::Mode mode, const vkt::Params&) {
-    using vkt::layers::Activation;
-    Tensor x = f.at("x");
-    if (sparse) {
-      const Tensor table =
-          ctx.graph().variable("emb", {kTable, kDim}, vkt::Initializer::normal(0.0f, 0.5f));
-      const Tensor e = vkt::embedding_lookup(table, f.at("ids"));  // [b, kIds, kDim]
-      x = vkt::concat({x, vkt::reshape(e, {x.shape()[0], kIds * kDim})}, 1);
-    }
-    Tensor h = vkt::layers::dense(x, 16, Activation::Relu, "hidden");
-    h = vkt::dropout(h, 0.3f, 1);
-    const Tensor logits = vkt::layers::dense(h, kClasses, Activation::None, "out");
-    vkt::EstimatorSpec spec{.mode = mode};
-    spec.predictions = {{"logits", logits}};
-    if (mode == vkt::Mode::Predict) return spec;
-    spec.loss = vkt::sparse_softmax_cross_entropy(l.at("y"), logits, ctx.example_weights(),
-                                                  vkt::Reduction::Mean);
-    if (mode == vkt::Mode::Train) {
-      vkt::TowerOptimizer adam([] { return std::make_unique<vkt::Adam>(0.01f); });
-      spec.train_op = adam.minimize(spec.loss);
-    }
-    return spec;
-  };
-}
 
 /// Trains `setup`'s model on `towers` towers in `dir` for `steps` more steps;
 /// returns the global step reached and whether it resumed.
@@ -96,15 +58,14 @@ std::pair<std::uint64_t, bool> train(const Setup& setup, int towers, const std::
   // A small scale (2^16 overflows this model's f16 products) that doubles
   // every 2 good steps, so the scale and its count change during the run.
   options.loss_scale = {.initial_scale = 1024.0f, .growth_interval = 2};
-  vkt::Estimator estimator(vkt::replicate_model_fn(model(setup.sparse), options),
-                           {.model_dir = dir,
-                            .random_seed = 9,
-                            .save_checkpoints_steps = 0,
-                            .log_step_count_steps = 0,
-                            .save_summary_steps = 0,
-                            .progress = false,
-                            .plot_loss = false,
-                            .accumulate_steps = setup.accumulate});
+  vkt::RunConfig config = vkt::test::quiet_config(dir, 9);
+  config.accumulate_steps = setup.accumulate;
+  vkt::Estimator estimator(
+      vkt::replicate_model_fn(
+          vkt::test::dropout_mlp(
+              {.hidden = 16, .dropout = 0.3f, .learning_rate = 0.01f, .embedding = setup.sparse}),
+          options),
+      config);
   const std::uint64_t reached = estimator.train(
       vkt::dataset_input(make_data(setup.sparse), {.batch_size = kBatch / setup.accumulate,
                                                    .epochs = 0,
