@@ -119,9 +119,11 @@ struct Model {
   bool digits = false;
 };
 
-Program mlp_program(vkt::Device& device, std::int64_t batch, Path path, const Model& m) {
+Program mlp_program(vkt::Device& device, std::int64_t batch, Path path, const Model& m,
+                    vkt::Precision precision = vkt::Precision::F32, bool fuse = true) {
   Program p;
-  p.graph = std::make_unique<vkt::Graph>(device, vkt::GraphOptions{.seed = 1});
+  p.graph =
+      std::make_unique<vkt::Graph>(device, vkt::GraphOptions{.seed = 1, .precision = precision});
   vkt::Graph& g = *p.graph;
   const Tensor x = g.input("x", {batch, m.widths.front()});
   const Tensor labels = g.input("labels", {batch}, vkt::DType::I32);
@@ -142,7 +144,7 @@ Program mlp_program(vkt::Device& device, std::int64_t batch, Path path, const Mo
     opt = std::make_unique<vkt::SGD>(0.01f);
   const Tensor train = opt->minimize(loss);
   p.exec = std::make_unique<vkt::Executor>(g, std::vector<Tensor>{loss, train},
-                                           vkt::ExecutorOptions{.timestamps = true});
+                                           vkt::ExecutorOptions{.timestamps = true, .fuse = fuse});
   p.exec->feed("x", random_values(static_cast<std::size_t>(batch * m.widths.front()), 3));
   std::vector<std::int32_t> l(static_cast<std::size_t>(batch));
   for (std::size_t i = 0; i < l.size(); ++i) l[i] = static_cast<std::int32_t>(i % 10);
@@ -176,6 +178,33 @@ void compare_mlp(vkt::Device& device, std::int64_t batch, const Model& m, int re
              tag, mu.exec->dispatch_count());
   fmt::print("{}_fused_vs_unfused_examples_ratio={:.3f} (medians; fastest steps {:.3f})\n", tag,
              uw / fw, fastest(mu.wall_ms) / fastest(mf.wall_ms));
+}
+
+/// The MLP under a half precision with the Executor's chains fused and not:
+/// on the kernels that multiply half tensors (a GPU's, or --matmul tiled) the
+/// casts around each product run inside the neighbouring chains.
+void compare_chains(vkt::Device& device, std::int64_t batch, const Model& m, int reps,
+                    vkt::Precision precision) {
+  Program on = mlp_program(device, batch, Path::Unfused, m, precision, true);
+  Program off = mlp_program(device, batch, Path::Unfused, m, precision, false);
+  for (int r = 0; r <= reps; ++r) {
+    run_once(on, false);
+    run_once(off, false);
+    if (r == 0)
+      for (auto* p : {&on, &off}) p->device_ms.clear(), p->wall_ms.clear();
+  }
+  const double fw = median(on.wall_ms), uw = median(off.wall_ms);
+  fmt::print("  chains fused:   {:7.0f} examples/s, {:.2f} ms device, {} dispatches\n",
+             static_cast<double>(batch) / fw * 1e3, median(on.device_ms),
+             on.exec->dispatch_count());
+  fmt::print("  chains unfused: {:7.0f} examples/s, {:.2f} ms device, {} dispatches\n",
+             static_cast<double>(batch) / uw * 1e3, median(off.device_ms),
+             off.exec->dispatch_count());
+  const std::string tag = fmt::format("mlp_{}", vkt::to_string(precision));
+  fmt::print("{}_dispatches_chains_fused={} {}_dispatches_chains_unfused={}\n", tag,
+             on.exec->dispatch_count(), tag, off.exec->dispatch_count());
+  fmt::print("{}_chains_fused_vs_unfused_examples_ratio={:.3f} (medians; fastest steps {:.3f})\n",
+             tag, uw / fw, fastest(off.wall_ms) / fastest(on.wall_ms));
 }
 
 void report_layer(Program& fused, Program& in_matmuls, Program& plain) {
@@ -212,10 +241,20 @@ int main(int argc, char** argv) {
   app.add_option("--in", in, "the layer's input width")->capture_default_str();
   app.add_option("--units", units, "the layer's output width")->capture_default_str();
   app.add_option("--device", device_index, "Vulkan device index")->capture_default_str();
+  std::string precision = "fp32", matmul = "auto";
+  app.add_option("--precision", precision,
+                 "fp16 or bf16: also the MLP under that precision, chains fused and not")
+      ->capture_default_str();
+  app.add_option("--matmul", matmul,
+                 "the device's matmul kernels: auto, tiled (the half products between casts, "
+                 "as on a GPU) or texel")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
     vkt::Instance instance;
     vkt::Device device(instance, device_index);
+    device.set_matmul_kernels(vkt::parse_matmul_kernels(matmul, "--matmul"));
+    const vkt::Precision half = vkt::parse_precision(precision, "--precision");
     const char* lp = std::getenv("LP_NUM_THREADS");
     const char* ob = std::getenv("OPENBLAS_CORETYPE");
     fmt::print(
@@ -238,6 +277,11 @@ int main(int argc, char** argv) {
     compare_mlp(device, batch, {.widths = {784, 1024, 1024, 10}}, reps, "mlp");
     fmt::print("vkt-digits' MLP 64-256-128-10, dropout 0.2, Adam, batch 192, one Executor:\n");
     compare_mlp(device, 192, {.widths = {64, 256, 128, 10}, .digits = true}, reps, "digits");
+    if (half != vkt::Precision::F32) {
+      fmt::print("MLP 784-1024-1024-10 ReLU, batch {}, SGD, --precision {}, --matmul {}:\n", batch,
+                 precision, matmul);
+      compare_chains(device, batch, {.widths = {784, 1024, 1024, 10}}, reps, half);
+    }
   } catch (const std::exception& e) {
     fmt::print(stderr, "vkt-bench-fusion: {}\n", e.what());
     return 1;

@@ -154,11 +154,19 @@ else
   FIGURE_SUFFIX=_fp16 bench gpt-fp16 60 vkt-bench-gpt --towers 1 --batch 64 --context 128 --steps 20 --torch-steps 20 --rounds 2 --torch-device cuda --precision fp16 --no-profile
   FIGURE_SUFFIX=_batch256 bench cnn-256 60 vkt-bench-cnn --towers 1,2,4 --batch 256 --steps 30 --torch-steps 50 --torch-device cuda --no-kernels
   bench towers 90 vkt-bench-towers --towers 1,2,4 --steps 30 --paths staged --tower-devices both
+  # Two unequal devices (the GPU beside lavapipe, where the machine has Mesa's)
+  # on measured shards, against the sum of each alone.
+  if grep -qE '^\[1\] ' "$logs/vkt-info.log"; then
+    FIGURE_SUFFIX=_measured bench towers-measured 90 vkt-bench-towers --shard-weights measured --pair 0,1 --steps 30
+  else
+    say "- \`towers-measured\`: one Vulkan device here, no pair to shard between"
+  fi
   bench step-overhead 40 vkt-bench-step-overhead
   bench optimizers 40 vkt-bench-optimizers --mib 256
   bench runtime 40 vkt-bench-runtime --mib 256
   bench conv 40 vkt-bench-conv
   bench fusion 40 vkt-bench-fusion
+  FIGURE_SUFFIX=_fp16 bench fusion-fp16 60 vkt-bench-fusion --precision fp16
   bench estimator 60 vkt-bench-estimator --steps 200 --reps 2
   if digits=$(prog vkt-digits); then
     bench startup 60 vkt-bench-startup --program "$digits" --data "$VKT_DATA_DIR/digits.csv.gz"

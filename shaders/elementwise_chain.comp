@@ -8,6 +8,10 @@
 // Each input is read contiguously (index i), as a repeating suffix of the
 // output (i % length: a bias row, a scalar) or through 4-D broadcast strides.
 // Up to two links of the chain that other ops read too are stored on the way.
+// Inputs and outputs may be half tensors (TYPES), two to a 32-bit word: a
+// half input is widened exactly as it is read, and when any output is half
+// each invocation computes two elements and writes whole words (no two
+// invocations share one), as cast.comp does. The arithmetic is f32 throughout.
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0) in;
 #include "index.glsl"
@@ -29,14 +33,21 @@ layout(constant_id = 11) const uint STEP7 = 15;
 // Per step, 2 bits: 0, or which of Store1 and Store2 keeps the value it
 // computes (a link of the chain that other ops read later).
 layout(constant_id = 12) const uint STORES = 0;
+// Element types (0 f32, 1 f16, 2 bf16), 2 bits each: inputs 0-3 (bits 0-7),
+// the output (bits 8-9), Store1 (10-11) and Store2 (12-13).
+layout(constant_id = 13) const uint TYPES = 0;
+const bool PAIRED = ((TYPES >> 8) & 63u) != 0u;
+const bool HAS_STORE1 = (STORES & 0x5555u) != 0u;
+const bool HAS_STORE2 = (STORES & 0xaaaau) != 0u;
 
-layout(std430, binding = 0) readonly buffer In0 { float in0[]; };
-layout(std430, binding = 1) readonly buffer In1 { float in1[]; };
-layout(std430, binding = 2) readonly buffer In2 { float in2[]; };
-layout(std430, binding = 3) readonly buffer In3 { float in3[]; };
-layout(std430, binding = 4) writeonly buffer Out { float o[]; };
-layout(std430, binding = 5) writeonly buffer Store1 { float store1[]; };
-layout(std430, binding = 6) writeonly buffer Store2 { float store2[]; };
+// Words, f32 or two halves, whatever the tensors' types.
+layout(std430, binding = 0) readonly buffer In0 { uint in0[]; };
+layout(std430, binding = 1) readonly buffer In1 { uint in1[]; };
+layout(std430, binding = 2) readonly buffer In2 { uint in2[]; };
+layout(std430, binding = 3) readonly buffer In3 { uint in3[]; };
+layout(std430, binding = 4) writeonly buffer Out { uint o[]; };
+layout(std430, binding = 5) writeonly buffer Store1 { uint store1[]; };
+layout(std430, binding = 6) writeonly buffer Store2 { uint store2[]; };
 layout(push_constant) uniform Params {
   uint n;
   uint pad0, pad1, pad2;
@@ -60,14 +71,21 @@ uint input_index(uint k, uint i) {
   return index;
 }
 
-float load(uint k, uint i) {
-  uint at = input_index(k, i);
+uint word_of(uint k, uint at) {
   switch (k) {
     case 0: return in0[at];
     case 1: return in1[at];
     case 2: return in2[at];
     default: return in3[at];
   }
+}
+
+float load(uint k, uint i) {
+  uint at = input_index(k, i);
+  uint type = (TYPES >> (2 * k)) & 3u;
+  if (type == 0u) return uintBitsToFloat(word_of(k, at));
+  uint bits = (word_of(k, at >> 1) >> ((at & 1u) * 16u)) & 0xffffu;
+  return uintBitsToFloat(to_f32_bits(type, bits));
 }
 
 float apply(uint step, float v, float alpha, uint i) {
@@ -78,10 +96,13 @@ float apply(uint step, float v, float alpha, uint i) {
   return (step & 2048u) != 0u ? binary_op(code - 32u, w, v) : binary_op(code - 32u, v, w);
 }
 
-void keep(uint s, float v, uint i) {
+// The links other ops read, as the chain computes them.
+float kept1 = 0.0, kept2 = 0.0;
+
+void keep(uint s, float v) {
   uint store = (STORES >> (2 * s)) & 3u;
-  if (store == 1u) store1[i] = v;
-  if (store == 2u) store2[i] = v;
+  if (store == 1u) kept1 = v;
+  if (store == 2u) kept2 = v;
 }
 
 // Written out step by step, not as a loop over an array of the constants: with
@@ -90,12 +111,11 @@ void keep(uint s, float v, uint i) {
 #define STEP(s, WORD, ALPHA)              \
   if (STEPS > s) {                         \
     v = apply(WORD, v, ALPHA, i);          \
-    keep(s, v, i);                         \
+    keep(s, v);                            \
   }
 
-void main() {
-  uint i = linear_index();
-  if (i >= n) return;
+// Element i of the chain's output; its stored links in kept1 and kept2.
+float chain_value(uint i) {
   float v = load(FIRST, i);
   STEP(0, STEP0, alphas[0].x)
   STEP(1, STEP1, alphas[0].y)
@@ -105,5 +125,44 @@ void main() {
   STEP(5, STEP5, alphas[1].y)
   STEP(6, STEP6, alphas[1].z)
   STEP(7, STEP7, alphas[1].w)
-  o[i] = v;
+  return v;
+}
+
+void write_word(uint target, uint at, uint w) {
+  if (target == 0u) o[at] = w;
+  if (target == 1u) store1[at] = w;
+  if (target == 2u) store2[at] = w;
+}
+
+// Elements `first` and, when `second`, first + 1 of a target (0 the output, 1
+// and 2 the stores) in its type: two f32 words or one word of two halves (an
+// odd count leaves the last word's high half 0, as cast.comp does).
+void write_pair(uint target, uint first, bool second, float a, float b) {
+  uint type = (TYPES >> (8u + 2u * target)) & 3u;
+  if (type == 0u) {
+    write_word(target, first, floatBitsToUint(a));
+    if (second) write_word(target, first + 1u, floatBitsToUint(b));
+  } else {
+    uint hi = second ? from_f32_bits(type, floatBitsToUint(b)) : 0u;
+    write_word(target, first >> 1, from_f32_bits(type, floatBitsToUint(a)) | (hi << 16));
+  }
+}
+
+void main() {
+  if (!PAIRED) {
+    uint i = linear_index();
+    if (i >= n) return;
+    o[i] = floatBitsToUint(chain_value(i));
+    if (HAS_STORE1) store1[i] = floatBitsToUint(kept1);
+    if (HAS_STORE2) store2[i] = floatBitsToUint(kept2);
+    return;
+  }
+  uint first = linear_index() * 2u;
+  if (first >= n) return;
+  bool second = first + 1u < n;
+  float a = chain_value(first), a1 = kept1, a2 = kept2;
+  float b = second ? chain_value(first + 1u) : 0.0;
+  write_pair(0u, first, second, a, b);
+  if (HAS_STORE1) write_pair(1u, first, second, a1, kept1);
+  if (HAS_STORE2) write_pair(2u, first, second, a2, kept2);
 }

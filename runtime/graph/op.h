@@ -110,8 +110,8 @@ class Op {
   virtual bool windows_output() const { return false; }
 
   /// Fusion (ExecutorOptions::fuse). An elementwise op (one or two f32 inputs
-  /// broadcast to its output) describes itself here, so that the Executor can
-  /// record a chain of them as one kernel.
+  /// broadcast to its output, or a cast) describes itself here, so that the
+  /// Executor can record a chain of them as one kernel.
   virtual std::optional<ElementwiseStep> elementwise_step() const { return std::nullopt; }
   /// True when record_fused() computes `earlier`'s output in this op's kernel,
   /// from inputs that this op reads too (a loss and its gradient). The Executor

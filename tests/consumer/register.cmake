@@ -23,6 +23,6 @@ add_test(NAME install_and_consume
 set_tests_properties(install_and_consume PROPERTIES
   LABELS "install"
   TIMEOUT 900
-  ENVIRONMENT "VKT_VALIDATION=1")
+  ENVIRONMENT "${VKT_VALIDATION_ENV}")
 
 unset(_vkt_consumer_lib_type)

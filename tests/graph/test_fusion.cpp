@@ -18,6 +18,7 @@
 
 #include "../shared_device.h"
 #include "../test_support.h"
+#include "fusion_check.h"
 
 using vkt::Initializer;
 using vkt::Reduction;
@@ -26,39 +27,9 @@ using vkt::Tensor;
 
 namespace {
 
-/// A program's fetched values and its command count.
-struct Outcome {
-  std::vector<std::vector<float>> values;
-  std::size_t commands = 0;
-};
-
-using Feeds = std::map<std::string, std::vector<float>>;
-
-Outcome run(vkt::Graph& g, const std::vector<Tensor>& fetches, const Feeds& feeds, bool fuse) {
-  vkt::Executor exec(g, fetches, {.fuse = fuse});
-  for (const auto& [name, values] : feeds) {
-    if (exec.takes_input(name)) exec.feed(name, values);
-  }
-  exec.run();
-  Outcome out{.values = {}, .commands = exec.dispatch_count()};
-  for (const Tensor& t : fetches) out.values.push_back(exec.read(t));
-  return out;
-}
-
-/// Runs `fetches` fused and unfused: the same bits, and `saved` fewer commands.
-Outcome check_fused(vkt::Graph& g, const std::vector<Tensor>& fetches, const Feeds& feeds,
-                    std::size_t saved) {
-  const Outcome plain = run(g, fetches, feeds, false);
-  const Outcome fused = run(g, fetches, feeds, true);
-  INFO("commands: unfused " << plain.commands << ", fused " << fused.commands);
-  CHECK(fused.commands + saved == plain.commands);
-  REQUIRE(fused.values.size() == plain.values.size());
-  for (std::size_t i = 0; i < fetches.size(); ++i) {
-    INFO("fetch '" << fetches[i].name() << "'");
-    CHECK(fused.values[i] == plain.values[i]);
-  }
-  return fused;
-}
+using Outcome = vkt::test::FusionOutcome;
+using vkt::test::check_fused;
+using vkt::test::Feeds;
 
 enum class LossKind { Squared, Absolute, Huber, Sigmoid, Sparse };
 
@@ -352,8 +323,8 @@ TEST_CASE("random elementwise graphs: fused and unfused give the same values, in
     fetches.push_back(vkt::gradients(vkt::reduce_sum(full.back()), {x})[0].dense);
     const Feeds feeds{{"x", vkt::test::random_floats(60, seed)},
                       {"s", vkt::test::random_floats(12, seed + 100)}};
-    const Outcome plain = run(g, fetches, feeds, false);
-    const Outcome fused = run(g, fetches, feeds, true);
+    const Outcome plain = vkt::test::run_program(g, fetches, feeds, false);
+    const Outcome fused = vkt::test::run_program(g, fetches, feeds, true);
     INFO("commands: unfused " << plain.commands << ", fused " << fused.commands);
     CHECK(fused.commands < plain.commands);
     // Within rounding, not bit for bit: an op reading one tensor twice (x - x)

@@ -5,6 +5,7 @@
 
 #include "../../vulkan/error.h"
 #include "../graph.h"
+#include "elementwise_chain.h"
 #include "kernel_util.h"
 
 namespace vkt {
@@ -20,6 +21,14 @@ class CastOp final : public Op {
   explicit CastOp(DType to) : to_(to) {}
   std::string type() const override { return "cast"; }
   bool takes_half() const override { return true; }
+  /// In a fused chain (elementwise_chain.comp reads and writes each tensor in
+  /// its type): to a half type the value rounded to it, to f32 the value as
+  /// it is (a half input is widened as it is read). The same bits as cast.comp.
+  std::optional<ElementwiseStep> elementwise_step() const override {
+    return ElementwiseStep{to_ == DType::F16    ? ops_detail::kRoundF16StepCode
+                           : to_ == DType::BF16 ? ops_detail::kRoundBF16StepCode
+                                                : ops_detail::kIdentityStepCode};
+  }
 
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const std::int64_t n = out.shape().elements();

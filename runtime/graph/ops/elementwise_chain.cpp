@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <array>
 
+#include <fmt/format.h>
+
 #include "../../vulkan/error.h"
 #include "../graph.h"
 #include "fold_axes.h"
@@ -35,6 +37,20 @@ std::uint32_t read_mode(const Shape& t, const Shape& out) {
   bool suffix = kept <= out.rank();
   for (int i = 0; suffix && i < kept; ++i) suffix = t[first + i] == out[out.rank() - kept + i];
   return suffix ? 1 : 2;
+}
+
+/// elementwise_chain.comp's element type codes.
+std::uint32_t type_code(DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+      return 0;
+    case DType::F16:
+      return 1;
+    case DType::BF16:
+      return 2;
+    default:
+      throw Error(fmt::format("internal: an elementwise chain over a {} tensor", to_string(dtype)));
+  }
 }
 
 /// The shapes of the inputs read by strides (mode 2), which share one fold of out.
@@ -114,6 +130,15 @@ void record_elementwise_chain(RecordContext& ctx, std::span<const Node* const> c
     store_to[k] = ctx.buffer(chain[stored[k]]->output);
   }
   constants.push_back(SpecConstant::u32(12, stores));
+  // The tensors' element types; any half output makes each invocation two elements.
+  std::uint32_t types = type_code(out.dtype()) << 8;
+  for (std::size_t k = 0; k < inputs.size(); ++k) types |= type_code(inputs[k].dtype()) << (2 * k);
+  for (std::size_t k = 0; k < stored.size(); ++k) {
+    types |= type_code(chain[stored[k]]->output.dtype()) << (10 + 2 * k);
+  }
+  constants.push_back(SpecConstant::u32(13, types));
+  const bool paired = (types >> 8) != 0;
+  const std::int64_t n = out.shape().elements();
   const Kernel& kernel = ctx.device().kernel(
       {.shader = "elementwise_chain", .local_size = {kLocalSize, 1, 1}, .constants = constants});
   std::array<BufferRange, kChainInputs> bound;
@@ -122,7 +147,7 @@ void record_elementwise_chain(RecordContext& ctx, std::span<const Node* const> c
   }
   dispatch_1d(ctx, kernel,
               {bound[0], bound[1], bound[2], bound[3], ctx.buffer(out), store_to[0], store_to[1]},
-              push, out.shape().elements());
+              push, paired ? (n + 1) / 2 : n);
 }
 
 }  // namespace vkt::ops_detail

@@ -22,6 +22,11 @@ constexpr std::size_t kChainInputs = 4;
 constexpr std::size_t kChainStores = 2;
 /// ElementwiseStep::code of binary op k (shaders/elementwise.glsl).
 constexpr std::uint32_t kBinaryStepCode = 32;
+/// ElementwiseStep::code of the unary steps cast takes (elementwise.glsl;
+/// UnaryKind's Identity, RoundF16 and RoundBF16).
+constexpr std::uint32_t kIdentityStepCode = 15;
+constexpr std::uint32_t kRoundF16StepCode = 17;
+constexpr std::uint32_t kRoundBF16StepCode = 18;
 
 /// The distinct tensors `chain` reads that none of its nodes computes, in the
 /// order it first reads them. `chain`: elementwise nodes (Op::elementwise_step),

@@ -6,6 +6,7 @@
 #include "../graph.h"
 #include "cast.h"
 #include "elementwise.h"
+#include "elementwise_chain.h"
 #include "kernel_util.h"
 
 namespace vkt {
@@ -33,6 +34,11 @@ enum class UnaryKind : std::uint32_t {
   RoundF16,
   RoundBF16
 };
+
+// The codes cast's chain steps use (elementwise_chain.h).
+static_assert(static_cast<std::uint32_t>(UnaryKind::Identity) == ops_detail::kIdentityStepCode);
+static_assert(static_cast<std::uint32_t>(UnaryKind::RoundF16) == ops_detail::kRoundF16StepCode);
+static_assert(static_cast<std::uint32_t>(UnaryKind::RoundBF16) == ops_detail::kRoundBF16StepCode);
 
 const char* name_of(UnaryKind k) {
   static const char* names[] = {"neg",      "abs",      "exp",       "log",        "sqrt",
