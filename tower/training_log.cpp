@@ -219,9 +219,21 @@ void TrainingLog::append(std::uint64_t step, const char* phase, const std::strin
   const std::string path = metrics_path();
   const bool fresh = !fs::exists(path);
   std::ofstream out(path, std::ios::app);
-  if (!out) throw Error(fmt::format("cannot write '{}'; is the model directory writable?", path));
-  if (fresh) out << "step,phase,name,value\n";
-  out << fmt::format("{},{},{},{:.9g}\n", step, phase, name, value);
+  if (out) {
+    if (fresh) out << "step,phase,name,value\n";
+    out << fmt::format("{},{},{},{:.9g}\n", step, phase, name, value);
+    out.flush();
+  }
+  // A full disk (the model directory was checked writable at the start): the
+  // log is not the model's state, so training goes on, said once; the next
+  // checkpoint save stops it if the disk stays full.
+  if (!out && !write_failed_) {
+    write_failed_ = true;
+    detail::log().warn(
+        "metrics.csv: writing '{}' failed (is the disk full?); its rows from step "
+        "{} on may be missing",
+        path, step);
+  }
 }
 
 bool TrainingLog::plot() const {

@@ -91,6 +91,7 @@ class TrainingLog {
   std::optional<std::uint64_t> last_loss_row_;
   double logged_skips_ = 0;  // skipped steps at the last loss_scale() report
   std::optional<std::uint64_t> last_scale_row_;
+  bool write_failed_ = false;  // metrics.csv could not be written: warned once
 };
 
 }  // namespace vkt

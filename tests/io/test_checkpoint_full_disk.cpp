@@ -35,8 +35,12 @@
 #include <vktower/runtime/io/atomic_file.h>
 #include <vktower/runtime/io/checkpoint.h>
 #include <vktower/runtime/io/checkpoint_manager.h>
+#include <vktower/runtime/vulkan/detail/log.h>
 #include <vktower/tower/estimator.h>
 #include <vktower/tower/replicate.h>
+#include <vktower/tower/training_log.h>
+
+#include <spdlog/sinks/ringbuffer_sink.h>
 
 #include "../shared_device.h"
 #include "../test_support.h"
@@ -428,4 +432,41 @@ TEST_CASE("Estimator: a save into a full filesystem stops training, naming the i
   CHECK(again.train(input, {.steps = 2}) == 4);
   CHECK(again.resumed());
   CHECK(again.latest_checkpoint() == dir + "/ckpt-4.safetensors");
+}
+
+TEST_CASE("metrics.csv on a full filesystem: one warning, and the log goes on without the rows",
+          "[io][full_disk]") {
+  SmallTmpfs disk(256 * 1024);
+  if (!disk.mounted()) {
+    WARN("skipped: cannot mount a tmpfs (" << disk.error() << "); run as root to test a full disk");
+    return;
+  }
+  const std::string dir = disk / "model";
+  fs::create_directory(dir);
+  vkt::TrainingLog log(dir, /*progress=*/false, /*plot=*/false);
+  log.evaluated(1, {{"loss", 0.5}});
+  REQUIRE(fs::file_size(dir + "/metrics.csv") > 0);
+  const auto before = fs::file_size(dir + "/metrics.csv");
+
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(16);
+  spdlog::logger& logger = vkt::detail::log();
+  const auto level = logger.level();
+  logger.set_level(spdlog::level::warn);
+  logger.sinks().push_back(sink);
+  disk.fill_leaving(0);
+  // Rows that no longer fit (a few hundred bytes past a full page) are
+  // dropped, said once, and nothing throws.
+  for (std::uint64_t step = 2; step < 200; ++step) {
+    CHECK_NOTHROW(log.evaluated(step, {{"loss", 0.25}, {"accuracy", 0.75}}));
+  }
+  logger.sinks().pop_back();
+  logger.set_level(level);
+  const std::vector<std::string> lines = sink->last_formatted();
+  REQUIRE(lines.size() == 1);
+  CHECK_THAT(lines[0], Contains("metrics.csv: writing '" + dir + "/metrics.csv' failed") &&
+                           Contains("is the disk full?"));
+  disk.unfill();
+  // With room again, rows are written again.
+  log.evaluated(200, {{"loss", 0.125}});
+  CHECK(fs::file_size(dir + "/metrics.csv") > before);
 }
