@@ -153,17 +153,23 @@ Program mlp_program(vkt::Device& device, std::int64_t batch, Path path, const Mo
   return p;
 }
 
+/// `reps` steps of each program, alternating, after one warm-up step each
+/// (not timed).
+void alternate(Program& a, Program& b, int reps) {
+  for (int r = 0; r <= reps; ++r) {
+    run_once(a, false);
+    run_once(b, false);
+    if (r == 0)
+      for (auto* p : {&a, &b}) p->device_ms.clear(), p->wall_ms.clear();
+  }
+}
+
 /// Steps alternating between the fused and the unfused model.
 void compare_mlp(vkt::Device& device, std::int64_t batch, const Model& m, int reps,
                  const char* tag) {
   Program mf = mlp_program(device, batch, Path::Fused, m);
   Program mu = mlp_program(device, batch, Path::Unfused, m);
-  for (int r = 0; r <= reps; ++r) {
-    run_once(mf, false);
-    run_once(mu, false);
-    if (r == 0)
-      for (auto* p : {&mf, &mu}) p->device_ms.clear(), p->wall_ms.clear();
-  }
+  alternate(mf, mu, reps);
   const double fw = median(mf.wall_ms), uw = median(mu.wall_ms);
   const double fd = median(mf.device_ms), ud = median(mu.device_ms);
   fmt::print("  fastest step: fused {:.2f} ms, unfused {:.2f} ms wall\n", fastest(mf.wall_ms),
@@ -187,12 +193,7 @@ void compare_chains(vkt::Device& device, std::int64_t batch, const Model& m, int
                     vkt::Precision precision) {
   Program on = mlp_program(device, batch, Path::Unfused, m, precision, true);
   Program off = mlp_program(device, batch, Path::Unfused, m, precision, false);
-  for (int r = 0; r <= reps; ++r) {
-    run_once(on, false);
-    run_once(off, false);
-    if (r == 0)
-      for (auto* p : {&on, &off}) p->device_ms.clear(), p->wall_ms.clear();
-  }
+  alternate(on, off, reps);
   const double fw = median(on.wall_ms), uw = median(off.wall_ms);
   fmt::print("  chains fused:   {:7.0f} examples/s, {:.2f} ms device, {} dispatches\n",
              static_cast<double>(batch) / fw * 1e3, median(on.device_ms),

@@ -9,12 +9,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include <vktower/runtime/graph/autodiff.h>
 #include <vktower/runtime/graph/half.h>
 #include <vktower/runtime/graph/ops/cast.h>
 #include <vktower/runtime/graph/ops/elementwise.h>
-#include <vktower/runtime/graph/ops/matmul.h>
-#include <vktower/runtime/graph/ops/reduce.h>
 
 #include "../shared_device.h"
 #include "../test_support.h"
@@ -84,25 +81,7 @@ TEST_CASE("the fp16 policy's casts around half products fuse into the training s
   // The tiled kernels: the half product is matmul_half.comp between casts, as
   // on a GPU (the texel kernel rounds in place and has no half tensor).
   const vkt::test::VariantScope tiled("tiled");
-  const auto step = [](bool fuse) {
-    vkt::Graph g(vkt::test::shared_device(), {.seed = 11, .precision = vkt::Precision::F16});
-    const Tensor x = g.input("x", {24, 8});
-    const Tensor w = g.variable("w", {8, 5}, vkt::Initializer::glorot_uniform());
-    const Tensor b = g.variable("b", {5}, vkt::Initializer::uniform(-0.5f, 0.5f));
-    const Tensor h = vkt::tanh(vkt::bias_add(vkt::matmul(x, w), b));
-    const Tensor loss = vkt::reduce_mean(vkt::square(vkt::sigmoid(h) - 0.25f));
-    const std::vector<vkt::Gradient> grads = vkt::gradients(loss, {w, b});
-    vkt::Executor exec(g, {loss, grads[0].dense, grads[1].dense}, {.fuse = fuse});
-    exec.feed("x", vkt::test::random_floats(24 * 8, 6));
-    exec.run();
-    return vkt::test::FusionOutcome{
-        {exec.read(loss), exec.read(grads[0].dense), exec.read(grads[1].dense)},
-        exec.dispatch_count()};
-  };
-  const vkt::test::FusionOutcome plain = step(false), fused = step(true);
-  INFO("commands: unfused " << plain.commands << ", fused " << fused.commands);
   // The f32 step's chain (bias_add, tanh, sigmoid, sub: 3 saved) now starts
   // with the cast of the half product to f32: 4 saved.
-  CHECK(fused.commands + 4 == plain.commands);
-  for (std::size_t i = 0; i < 3; ++i) CHECK(fused.values[i] == plain.values[i]);
+  vkt::test::check_dense_tanh_step(vkt::Precision::F16, 4);
 }
