@@ -206,6 +206,16 @@ void compare_chains(vkt::Device& device, std::int64_t batch, const Model& m, int
              on.exec->dispatch_count(), tag, off.exec->dispatch_count());
   fmt::print("{}_chains_fused_vs_unfused_examples_ratio={:.3f} (medians; fastest steps {:.3f})\n",
              tag, uw / fw, fastest(off.wall_ms) / fastest(on.wall_ms));
+  // The step's intermediate tensors at their peak, against the f32 model's
+  // (its dense layers fused, as layers::dense makes them): the activations
+  // the backward pass reads are kept in half where the products take half
+  // kernels, as rounded f32 values where they take the texel kernel.
+  const Program f32 = mlp_program(device, batch, Path::Fused, m);
+  const double half_bytes = static_cast<double>(on.exec->activation_bytes());
+  const double f32_bytes = static_cast<double>(f32.exec->activation_bytes());
+  fmt::print("  activation arena: {:.2f} MiB at {}, {:.2f} MiB at fp32\n", half_bytes / 1048576.0,
+             vkt::to_string(precision), f32_bytes / 1048576.0);
+  fmt::print("{}_activation_bytes_vs_fp32_ratio={:.3f}\n", tag, half_bytes / f32_bytes);
 }
 
 void report_layer(Program& fused, Program& in_matmuls, Program& plain) {

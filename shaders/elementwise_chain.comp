@@ -20,7 +20,8 @@ layout(constant_id = 1) const uint STEPS = 1;
 layout(constant_id = 2) const uint FIRST = 0;
 // Per input, 2 bits: 0 contiguous, 1 repeating suffix, 2 strided.
 layout(constant_id = 3) const uint MODES = 0;
-// Per step: code (bits 0-7; binary ops 32 + their code), the other operand
+// Per step: code (bits 0-7; binary ops 32 + their code, a unary op's gradient
+// 64 + its code), the other operand
 // (bits 8-10: input 0-3, or 4 for v itself), SWAPPED (bit 11).
 layout(constant_id = 4) const uint STEP0 = 15;
 layout(constant_id = 5) const uint STEP1 = 15;
@@ -58,6 +59,7 @@ layout(push_constant) uniform Params {
 
 #include "activations.glsl"
 #include "elementwise.glsl"
+#include "unary_grad.glsl"
 
 uint input_index(uint k, uint i) {
   uint mode = (MODES >> (2 * k)) & 3u;
@@ -93,7 +95,13 @@ float apply(uint step, float v, float alpha, uint i) {
   if (code < 32u) return unary_op(code, v, alpha);
   uint other = (step >> 8) & 7u;
   float w = other == 4u ? v : load(other, i);
-  return (step & 2048u) != 0u ? binary_op(code - 32u, w, v) : binary_op(code - 32u, v, w);
+  bool swapped = (step & 2048u) != 0u;
+  if (code >= 64u) {
+    // A unary op's gradient over (t, dy): dy * f'(t), as unary_grad.comp.
+    float t = swapped ? w : v, dy = swapped ? v : w;
+    return dy * unary_derivative(code - 64u, t, t, alpha);
+  }
+  return swapped ? binary_op(code - 32u, w, v) : binary_op(code - 32u, v, w);
 }
 
 // The links other ops read, as the chain computes them.

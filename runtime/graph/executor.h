@@ -167,6 +167,9 @@ class Executor {
   /// Where a tensor of this program lives (for optimizers and the towers).
   BufferRange range(const Tensor& tensor) const;
   Buffer& gradient_arena() { return gradient_arena_; }
+  /// Bytes of the activation arena: the most the step's intermediate tensors
+  /// hold at once (a tensor's space is reused once it is dead).
+  std::size_t activation_bytes() const { return activation_arena_.size(); }
   Stream& stream() { return stream_; }
   Graph& graph() const { return *graph_; }
   /// The step the next run draws its random numbers for (dropout masks):

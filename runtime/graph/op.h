@@ -58,7 +58,8 @@ struct Gradient {
 
 /// An elementwise op as one step of a fused chain (ExecutorOptions::fuse): its
 /// code in shaders/elementwise.glsl (unary ops 0-31, binary ops 32 + their
-/// code) and its parameter (leaky_relu's slope, pow's exponent...).
+/// code, a unary op's gradient 64 + its code) and its parameter (leaky_relu's
+/// slope, pow's exponent...).
 struct ElementwiseStep {
   std::uint32_t code = 0;
   float alpha = 0.0f;

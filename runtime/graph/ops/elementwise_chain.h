@@ -27,6 +27,9 @@ constexpr std::uint32_t kBinaryStepCode = 32;
 constexpr std::uint32_t kIdentityStepCode = 15;
 constexpr std::uint32_t kRoundF16StepCode = 17;
 constexpr std::uint32_t kRoundBF16StepCode = 18;
+/// ElementwiseStep::code of unary op k's gradient dy * f'(t) over {t, dy},
+/// where f' reads one forward tensor t (shaders/unary_grad.glsl).
+constexpr std::uint32_t kUnaryGradStepCode = 64;
 
 /// The distinct tensors `chain` reads that none of its nodes computes, in the
 /// order it first reads them. `chain`: elementwise nodes (Op::elementwise_step),

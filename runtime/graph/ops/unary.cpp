@@ -55,19 +55,62 @@ struct UnaryPush {
 
 Tensor unary(UnaryKind kind, const Tensor& x, float alpha = 0.0f);
 
+/// The copy of `t` in the graph's policy type that the forward pass makes for
+/// a product (a cast to the half type where products run on half kernels, or
+/// round_to_half where they run on the f32 texel kernel), if there is one.
+std::optional<Tensor> policy_half_copy(const Tensor& t) {
+  const Graph& g = t.graph();
+  const DType half = compute_dtype(g.options().precision);
+  if (!is_half(half) || t.dtype() != DType::F32) return std::nullopt;
+  const char* round = name_of(half == DType::F16 ? UnaryKind::RoundF16 : UnaryKind::RoundBF16);
+  for (const Node& node : g.nodes()) {
+    if (node.inputs.empty() || node.inputs.front() != t) continue;
+    const std::string type = node.op->type();
+    if ((type == "cast" && node.output.dtype() == half) || type == round) return node.output;
+  }
+  return std::nullopt;
+}
+
+/// dx = dy * f'(x). Inputs {t, dy} where f' reads one forward tensor t (x, or
+/// the output y where that says as much), which makes it a step of fused
+/// elementwise chains; {x, y, dy} where it reads both (elu).
 class UnaryGradOp final : public Op {
  public:
-  UnaryGradOp(UnaryKind kind, float alpha) : kind_(kind), alpha_(alpha) {}
+  UnaryGradOp(UnaryKind kind, float alpha, bool one_operand)
+      : kind_(kind), alpha_(alpha), one_operand_(one_operand) {}
   std::string type() const override { return std::string(name_of(kind_)) + "_grad"; }
+  /// x and y may be the half copies the precision policy stores (both of one type).
+  bool takes_half() const override { return true; }
+  std::optional<ElementwiseStep> elementwise_step() const override {
+    if (!one_operand_) return std::nullopt;
+    return ElementwiseStep{ops_detail::kUnaryGradStepCode + static_cast<std::uint32_t>(kind_),
+                           alpha_};
+  }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
-    const bool vec4 = ops_detail::elementwise_vec4(out.shape().elements());
-    const std::int64_t n = out.shape().elements() / (vec4 ? 4 : 1);
-    ops_detail::dispatch_1d(
-        ctx,
-        ops_detail::kernel_1d(ctx, vec4 ? "unary_grad_vec4" : "unary_grad",
-                              static_cast<std::uint32_t>(kind_)),
-        {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(in[2]), ctx.buffer(out)},
-        UnaryPush{static_cast<std::uint32_t>(n), alpha_}, n);
+    const Tensor& x = in[0];
+    const Tensor& y = one_operand_ ? in[0] : in[1];
+    const Tensor& dy = in.back();
+    const std::int64_t n = out.shape().elements();
+    if (is_half(y.dtype())) {
+      const Kernel& kernel = ctx.device().kernel(
+          {.shader = "unary_grad_half",
+           .local_size = {ops_detail::kLocalSize, 1, 1},
+           .constants = {SpecConstant::u32(1, static_cast<std::uint32_t>(kind_)),
+                         SpecConstant::u32(2, y.dtype() == DType::F16 ? 1u : 2u)}});
+      // Two elements an invocation: each half word is read whole.
+      ops_detail::dispatch_1d(ctx, kernel,
+                              {ctx.buffer(x), ctx.buffer(y), ctx.buffer(dy), ctx.buffer(out)},
+                              UnaryPush{static_cast<std::uint32_t>(n), alpha_}, (n + 1) / 2);
+      return;
+    }
+    const bool vec4 = ops_detail::elementwise_vec4(n);
+    const std::int64_t invocations = n / (vec4 ? 4 : 1);
+    ops_detail::dispatch_1d(ctx,
+                            ops_detail::kernel_1d(ctx, vec4 ? "unary_grad_vec4" : "unary_grad",
+                                                  static_cast<std::uint32_t>(kind_)),
+                            {ctx.buffer(x), ctx.buffer(y), ctx.buffer(dy), ctx.buffer(out)},
+                            UnaryPush{static_cast<std::uint32_t>(invocations), alpha_},
+                            invocations);
   }
   std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor&,
                                  const Tensor&) const override {
@@ -77,6 +120,7 @@ class UnaryGradOp final : public Op {
  private:
   UnaryKind kind_;
   float alpha_;
+  bool one_operand_;
 };
 
 class UnaryOp final : public Op {
@@ -113,15 +157,31 @@ class UnaryOp final : public Op {
         break;
     }
     Graph& g = out.graph();
-    // Where f' is a function of the output alone (unary_grad.comp reads only y,
+    // Where f' is a function of the output alone (unary_grad.glsl reads only y,
     // or x > 0 for relu, which y > 0 says as well), the gradient does not read
-    // x: a fused elementwise chain that computes x need not write it.
+    // x, and where it is a function of x alone it does not read y: a fused
+    // elementwise chain that computes the one not read need not write it.
     const bool from_output = kind_ == UnaryKind::Exp || kind_ == UnaryKind::Sqrt ||
                              kind_ == UnaryKind::Relu || kind_ == UnaryKind::Sigmoid ||
                              kind_ == UnaryKind::Tanh;
-    const Tensor x = from_output ? out : in[0];
-    return {Gradient{
-        g.add_node(std::make_unique<UnaryGradOp>(kind_, alpha_), {x, out, dy}, out.shape())}};
+    const bool reads_y = from_output || kind_ == UnaryKind::Elu;
+    Tensor x = from_output ? out : in[0];
+    Tensor y = reads_y ? out : x;
+    // Under a half precision, a value that the next product reads as a half
+    // copy is read back from that copy (autocast's activations stored in half):
+    // the f32 value then has no reader after the forward pass, and its chain
+    // does not write it.
+    const std::optional<Tensor> x_half = policy_half_copy(x);
+    const std::optional<Tensor> y_half = x == y ? x_half : policy_half_copy(y);
+    if (x_half && y_half) {
+      x = *x_half;
+      y = *y_half;
+    }
+    const bool one_operand = x == y;
+    std::vector<Tensor> operands =
+        one_operand ? std::vector<Tensor>{x, dy} : std::vector<Tensor>{x, y, dy};
+    return {Gradient{g.add_node(std::make_unique<UnaryGradOp>(kind_, alpha_, one_operand),
+                                std::move(operands), out.shape())}};
   }
 
  private:
