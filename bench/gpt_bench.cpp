@@ -218,23 +218,46 @@ void compare_rates(vkt::Instance& instance, const Flags& f) {
              ours.tokens_per_cpu_s / theirs_best.tokens_per_cpu_s);
 }
 
-/// One tower's training step by op and kernel,
-/// and the fused attention kernels' GFLOP/s against the device's roof.
-void report_profile(vkt::Instance& instance, const Flags& f) {
-  vkt::Device device(instance, 0);
-  vkt::Graph g(device, {.precision = vkt::parse_precision(f.precision, "--precision")});
+/// One tower's training step on `g` (whole batch): the loss, then both
+/// optimizers' updates, as a tower's step runs them.
+std::vector<vkt::Tensor> training_step(vkt::Graph& g, const Flags& f) {
   const std::int64_t b = f.batch, t = f.model.context;
   const vkt::Tensor tokens = g.input("tokens", {b, t}, vkt::DType::I32);
   const vkt::Tensor next = g.input("next", {b, t}, vkt::DType::I32);
   const vkt::Tensor loss = vkt::sparse_softmax_cross_entropy(
       next, gpt_logits(g, tokens, to_params(f.model)), vkt::Tensor{}, vkt::Reduction::Mean);
   (void)gpt_train_op(g, loss, to_params(f.model));
-  // Both optimizers' updates, as a tower's step runs them (the train op is the last).
   std::vector<vkt::Tensor> fetches{loss};
   for (const vkt::Node& node : g.nodes()) {
     if (node.op->updates_variables()) fetches.push_back(node.output);
   }
+  return fetches;
+}
+
+/// The step's activation arena (what it keeps between its ops) against the
+/// same model's in fp32, under a half precision.
+void report_activation_bytes(vkt::Device& device, const Flags& f, const vkt::Executor& exec) {
+  const double mib = static_cast<double>(exec.activation_bytes()) / (1 << 20);
+  if (f.precision == "fp32") {
+    fmt::print("activation arena: {:.2f} MiB\n", mib);
+    return;
+  }
+  vkt::Graph g32(device, {.precision = vkt::Precision::F32});
+  const vkt::Executor exec32(g32, training_step(g32, f), {.training = true});
+  const double mib32 = static_cast<double>(exec32.activation_bytes()) / (1 << 20);
+  fmt::print("activation arena: {:.2f} MiB {} against {:.2f} MiB fp32\n", mib, f.precision, mib32);
+  fmt::print("gpt_{}_activation_bytes_vs_fp32_ratio={:.3f}\n", f.precision, mib / mib32);
+}
+
+/// One tower's training step by op and kernel,
+/// and the fused attention kernels' GFLOP/s against the device's roof.
+void report_profile(vkt::Instance& instance, const Flags& f) {
+  vkt::Device device(instance, 0);
+  vkt::Graph g(device, {.precision = vkt::parse_precision(f.precision, "--precision")});
+  const std::int64_t b = f.batch, t = f.model.context;
+  const std::vector<vkt::Tensor> fetches = training_step(g, f);
   vkt::Executor exec(g, fetches, {.training = true, .profile = true});
+  report_activation_bytes(device, f, exec);
   const RandomTokens data = random_tokens(f);
   exec.feed("tokens", data.tokens);
   exec.feed("next", data.next);

@@ -37,9 +37,49 @@ const vkt::Node& node_of_type(const vkt::Graph& g, const std::string& type) {
   return g.nodes().front();
 }
 
-/// A layer `x -> act(x w1 + b1) -> (.) w2`, its squared loss, and the gradient
-/// of b1 (the activation's gradient summed over rows) checked against the
-/// activation's gradient `dh` and its half copy, in double.
+/// act'(v) in double, for the activations these tests train.
+double derivative(vkt::layers::Activation activation, double v) {
+  switch (activation) {
+    case vkt::layers::Activation::Tanh:
+      return 1.0 - v * v;  // from the output
+    case vkt::layers::Activation::Relu:
+      return v > 0 ? 1.0 : 0.0;
+    case vkt::layers::Activation::Gelu: {
+      // 0.5 x (1 + tanh(u)), u = sqrt(2 / pi) (x + 0.044715 x^3), from the input.
+      const double c = std::sqrt(2.0 / 3.14159265358979323846);
+      const double t = std::tanh(c * (v + 0.044715 * v * v * v));
+      return 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * c * (1.0 + 3.0 * 0.044715 * v * v);
+    }
+    default:
+      FAIL("no derivative for this activation");
+      return 0;
+  }
+}
+
+/// The tensor the half copy of `t` is made from or stored in: the next node's
+/// cast or rounding of t, or (for a pre-activation the layer rounds) the half
+/// tensor t is widened from, or t itself where it is the rounding.
+std::optional<Tensor> half_copy_of(const vkt::Graph& g, const Tensor& t) {
+  const vkt::Node& producer = g.nodes()[g.info(t).node];
+  const std::string made_by = producer.op->type();
+  if (made_by == "cast" && vkt::is_half(producer.inputs.front().dtype())) {
+    return producer.inputs.front();
+  }
+  if (made_by.rfind("round_", 0) == 0) return t;
+  for (const vkt::Node& node : g.nodes()) {
+    const std::string type = node.op->type();
+    if (!node.inputs.empty() && node.inputs.front() == t &&
+        (type == "cast" || type.rfind("round_", 0) == 0)) {
+      return node.output;
+    }
+  }
+  return std::nullopt;
+}
+
+/// A layer `x -> act(x w1 + b1) -> (.) w2` and its squared loss: the gradient
+/// of the activation's input, checked element by element against dh times
+/// act' of the half copy of what the gradient reads (the output for tanh and
+/// relu, the input for gelu), in double.
 void check_activation_gradient(vkt::Precision precision, vkt::layers::Activation activation,
                                const std::string& grad_type, bool copy_is_half) {
   vkt::Graph g(vkt::test::shared_device(), {.seed = 3, .precision = precision});
@@ -48,18 +88,11 @@ void check_activation_gradient(vkt::Precision precision, vkt::layers::Activation
   const Tensor h = vkt::layers::dense(x, 7, activation, "hidden");
   const Tensor y = vkt::matmul(h, g.variable("w2", {7, 4}, vkt::Initializer::glorot_uniform()));
   const Tensor loss = vkt::reduce_mean(vkt::square(y - 0.5f));
-  const Tensor b1 = *g.find_variable("hidden/bias");
-  const std::vector<vkt::Gradient> grads = vkt::gradients(loss, {b1, h});
+  const Tensor pre = g.nodes()[g.info(h).node].inputs.front();
+  const std::vector<vkt::Gradient> grads = vkt::gradients(loss, {pre, h});
 
-  // The next product's copy of h: a cast, or a rounding in place.
-  std::optional<Tensor> copy;
-  for (const vkt::Node& node : g.nodes()) {
-    const std::string type = node.op->type();
-    if (!node.inputs.empty() && node.inputs.front() == h &&
-        (type == "cast" || type.rfind("round_", 0) == 0)) {
-      copy = node.output;
-    }
-  }
+  const bool from_input = activation == vkt::layers::Activation::Gelu;
+  const std::optional<Tensor> copy = half_copy_of(g, from_input ? pre : h);
   REQUIRE(copy);
   CHECK(vkt::is_half(copy->dtype()) == copy_is_half);
   // The gradient reads {t, dy}: the copy, the one forward tensor it needs.
@@ -69,38 +102,32 @@ void check_activation_gradient(vkt::Precision precision, vkt::layers::Activation
 
   // Fused, the gradient is a step of the chain that widens dh; unfused, its
   // own kernel (unary_grad_half.comp for a half copy): the same bits.
-  std::vector<float> fused_db;
+  std::vector<float> fused_dpre;
   for (const bool fuse : {true, false}) {
     vkt::Executor exec(g, {grads[0].dense, grads[1].dense, *copy}, {.fuse = fuse});
     exec.feed("x", vkt::test::random_floats(15 * 9, 4, -2.0f, 2.0f));
     exec.run();
-    const std::vector<float> db = exec.read(grads[0].dense);
+    const std::vector<float> dpre = exec.read(grads[0].dense);
     const std::vector<float> dh = exec.read(grads[1].dense);
     const std::vector<float> hc = exec.read(*copy);
-    if (fuse) fused_db = db;
-    CHECK(db == fused_db);
-    for (std::size_t j = 0; j < 7; ++j) {
-      double expected = 0;
-      for (std::size_t r = 0; r < 15; ++r) {
-        const double v = hc[r * 7 + j], d = dh[r * 7 + j];
-        expected += d * (activation == vkt::layers::Activation::Tanh ? 1.0 - v * v
-                         : v > 0                                     ? 1.0
-                                                                     : 0.0);
-      }
-      INFO("unit " << j << (fuse ? ", fused" : ", unfused"));
-      // The f32 sums' rounding only: a gradient from the f32 activation is off
-      // by about the half type's roundoff (2^-11 or 2^-8) of each term.
-      CHECK(db[j] == Approx(expected).epsilon(1e-5).margin(1e-7));
+    if (fuse) fused_dpre = dpre;
+    CHECK(dpre == fused_dpre);
+    for (std::size_t i = 0; i < dpre.size(); ++i) {
+      INFO("element " << i << (fuse ? ", fused" : ", unfused"));
+      // f32's rounding only: a gradient from the f32 value is off by about
+      // the half type's roundoff (2^-11 or 2^-8) times act''/act'.
+      CHECK(dpre[i] == Approx(dh[i] * derivative(activation, hc[i])).epsilon(1e-5).margin(1e-7));
     }
   }
 }
 
-/// The activation arena of one training step of a deep tanh MLP.
-std::size_t mlp_activation_bytes(vkt::Precision precision) {
+/// The activation arena of one training step of a deep MLP.
+std::size_t mlp_activation_bytes(
+    vkt::Precision precision, vkt::layers::Activation activation = vkt::layers::Activation::Tanh) {
   vkt::Graph g(vkt::test::shared_device(), {.seed = 5, .precision = precision});
   Tensor h = g.input("x", {512, 64});
   for (int layer = 0; layer < 4; ++layer) {
-    h = vkt::layers::dense(h, 64, vkt::layers::Activation::Tanh, "dense_" + std::to_string(layer));
+    h = vkt::layers::dense(h, 64, activation, "dense_" + std::to_string(layer));
   }
   const Tensor loss =
       vkt::reduce_mean(vkt::square(vkt::layers::dense(h, 8, vkt::layers::Activation::None)));
@@ -117,6 +144,8 @@ TEST_CASE("under fp16 on half kernels an activation's gradient reads the half co
   const vkt::test::VariantScope tiled("tiled");
   check_activation_gradient(vkt::Precision::F16, vkt::layers::Activation::Tanh, "tanh_grad", true);
   check_activation_gradient(vkt::Precision::BF16, vkt::layers::Activation::Relu, "relu_grad", true);
+  // gelu's gradient reads its input: the dense layer stores that in half.
+  check_activation_gradient(vkt::Precision::BF16, vkt::layers::Activation::Gelu, "gelu_grad", true);
 }
 
 TEST_CASE("under bf16 on the texel kernel an activation's gradient reads its rounding in place") {
@@ -124,6 +153,8 @@ TEST_CASE("under bf16 on the texel kernel an activation's gradient reads its rou
   check_activation_gradient(vkt::Precision::BF16, vkt::layers::Activation::Tanh, "tanh_grad",
                             false);
   check_activation_gradient(vkt::Precision::F16, vkt::layers::Activation::Relu, "relu_grad", false);
+  check_activation_gradient(vkt::Precision::BF16, vkt::layers::Activation::Gelu, "gelu_grad",
+                            false);
 }
 
 TEST_CASE("a deep MLP's activation memory under fp16 on half kernels is under f32's") {
@@ -148,4 +179,13 @@ TEST_CASE(
   // the four activations (4 x 512 x 64 x 4 bytes); with the f32 activations
   // kept beside their roundings it was more than that.
   CHECK(f16 < f32 + 4 * 512 * 64 * 4);
+}
+
+TEST_CASE("a gelu MLP's pre-activations are stored in half under bf16 on half kernels") {
+  const vkt::test::VariantScope tiled("tiled");
+  const std::size_t f32 = mlp_activation_bytes(vkt::Precision::F32, vkt::layers::Activation::Gelu);
+  const std::size_t bf16 =
+      mlp_activation_bytes(vkt::Precision::BF16, vkt::layers::Activation::Gelu);
+  INFO("activation arena: f32 " << f32 << " bytes, bf16 " << bf16);
+  CHECK(bf16 * 5 < f32 * 4);
 }

@@ -7,6 +7,7 @@
 #include "../graph.h"
 #include "elementwise_chain.h"
 #include "kernel_util.h"
+#include "matmul.h"
 
 namespace vkt {
 namespace {
@@ -63,6 +64,14 @@ Tensor cast(const Tensor& x, DType dtype) {
   }
   if (x.dtype() == dtype) return x;
   return x.graph().add_node(std::make_unique<CastOp>(dtype), {x}, x.shape(), dtype);
+}
+
+Tensor policy_round(const Tensor& x) {
+  if (!x.valid() || x.dtype() != DType::F32) return x;
+  const DType half = compute_dtype(x.graph().options().precision);
+  if (!is_half(half)) return x;
+  if (matmul_variant(x.graph().device()) == MatmulVariant::Texel) return round_to_half(x, half);
+  return cast(cast(x, half), DType::F32);
 }
 
 }  // namespace vkt

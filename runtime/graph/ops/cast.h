@@ -22,4 +22,11 @@ Tensor cast(const Tensor& x, DType dtype);
 /// An x that is already such a rounding to `half` is returned as it is.
 Tensor round_to_half(const Tensor& x, DType half);
 
+/// f32 x rounded to the graph's policy type (GraphOptions::precision) and
+/// stored in it, as autocast stores a product's output: a cast to the half
+/// type and back where the device's products take half tensors (a gradient
+/// that reads the result reads the half tensor), round_to_half where they
+/// take the f32 texel kernel. Under fp32, or for a tensor not f32, x itself.
+Tensor policy_round(const Tensor& x);
+
 }  // namespace vkt

@@ -5,6 +5,7 @@
 
 #include "../../vulkan/error.h"
 #include "../graph.h"
+#include "cast.h"
 #include "dense_fused.h"
 #include "elementwise.h"
 #include "matmul.h"
@@ -33,6 +34,23 @@ Tensor activate(const Tensor& x, Activation activation) {
   }
   throw Error(fmt::format("activate: unknown activation {}", static_cast<int>(activation)));
 }
+
+namespace {
+
+/// Whether the activation's gradient reads its input (rather than its output).
+bool reads_its_input(Activation activation) {
+  switch (activation) {
+    case Activation::Gelu:
+    case Activation::Elu:
+    case Activation::LeakyRelu:
+    case Activation::Softplus:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
 
 std::string layer_name(const Tensor& x, const std::string& name, const char* base) {
   if (!name.empty()) return name;
@@ -70,7 +88,14 @@ Tensor dense(const Tensor& x, std::int64_t units, Activation activation,
     dims.back() = units;
     y = reshape(y, Shape(dims));
   }
-  return fused == activation ? y : activate(y, activation);
+  if (fused == activation) return y;
+  // An activation whose gradient reads its input (gelu's, elu's...) would keep
+  // that f32 pre-activation for the backward pass; under a half precision it
+  // is stored in half, as autocast's linear output is, and the gradient reads
+  // the half tensor (unary.cpp's policy_half_copy). One rounding more in the
+  // forward pass, none in the chain's dispatches.
+  if (half && reads_its_input(activation)) y = policy_round(y);
+  return activate(y, activation);
 }
 
 }  // namespace vkt::layers

@@ -32,6 +32,9 @@ std::string layer_name(const Tensor& x, const std::string& name, const char* bas
 /// variables (as every tower does); another input width is then a vkt::Error.
 /// Without a name each call is a new layer: "dense", "dense_1", ...
 /// Recorded as one fused op, matmul_bias_act (dense_fused.h); gelu comes after it.
+/// Under a half precision the product is the policy's (matmul), then the bias
+/// and the activation in f32; the input of gelu, elu, leaky_relu and softplus,
+/// which their gradients read, is rounded to the half type and stored in it.
 ///
 ///   vkt::Tensor h = vkt::layers::dense(x, 128, vkt::layers::Activation::Relu, "hidden");
 ///   vkt::Tensor logits = vkt::layers::dense(h, 10, vkt::layers::Activation::None, "logits");

@@ -57,11 +57,20 @@ Tensor unary(UnaryKind kind, const Tensor& x, float alpha = 0.0f);
 
 /// The copy of `t` in the graph's policy type that the forward pass makes for
 /// a product (a cast to the half type where products run on half kernels, or
-/// round_to_half where they run on the f32 texel kernel), if there is one.
+/// round_to_half where they run on the f32 texel kernel), or the half tensor
+/// t is widened from, if there is one.
 std::optional<Tensor> policy_half_copy(const Tensor& t) {
   const Graph& g = t.graph();
   const DType half = compute_dtype(g.options().precision);
   if (!is_half(half) || t.dtype() != DType::F32) return std::nullopt;
+  // t widened exactly from a half tensor (policy_round's, a half product's):
+  // that tensor is the copy.
+  if (const TensorInfo& info = g.info(t); info.kind == TensorKind::Op) {
+    const Node& producer = g.nodes()[info.node];
+    if (producer.op->type() == "cast" && producer.inputs.front().dtype() == half) {
+      return producer.inputs.front();
+    }
+  }
   const char* round = name_of(half == DType::F16 ? UnaryKind::RoundF16 : UnaryKind::RoundBF16);
   for (const Node& node : g.nodes()) {
     if (node.inputs.empty() || node.inputs.front() != t) continue;
