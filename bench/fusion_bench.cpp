@@ -218,6 +218,48 @@ void compare_chains(vkt::Device& device, std::int64_t batch, const Model& m, int
   fmt::print("{}_activation_bytes_vs_fp32_ratio={:.3f}\n", tag, half_bytes / f32_bytes);
 }
 
+/// Eight elementwise ops over [rows, 64] and a [64] row, one chain kernel when
+/// fused: `half_out` ends with a cast to f16 (each invocation then computes two
+/// elements). Its first Executor on `device` builds the chain kernel.
+Program chain_program(vkt::Device& device, std::int64_t rows, bool fuse, bool half_out) {
+  Program p;
+  p.graph = std::make_unique<vkt::Graph>(device, vkt::GraphOptions{.seed = 1});
+  vkt::Graph& g = *p.graph;
+  const Tensor x = g.input("x", {rows, 64}), row = g.input("row", {64});
+  const Tensor v = vkt::square(vkt::relu(vkt::sigmoid(vkt::tanh(x * row) + 0.5f) - x));
+  const Tensor y = half_out ? vkt::cast(v, vkt::DType::F16) : vkt::neg(v);
+  p.exec = std::make_unique<vkt::Executor>(g, std::vector<Tensor>{y},
+                                           vkt::ExecutorOptions{.timestamps = true, .fuse = fuse});
+  p.exec->feed("x", random_values(static_cast<std::size_t>(rows * 64), 4));
+  p.exec->feed("row", random_values(64, 5));
+  return p;
+}
+
+/// The chain kernel's build time on a fresh Device (the fused program's
+/// construction and first step: what each new Device pays per distinct chain,
+/// most of it the driver's compile) and its speed against the eight ops run
+/// one kernel each.
+void compare_elementwise_chain(vkt::Instance& instance, std::uint32_t device_index,
+                               std::int64_t rows, int reps, bool half_out) {
+  vkt::Device device(instance, device_index);
+  const auto start = std::chrono::steady_clock::now();
+  Program on = chain_program(device, rows, true, half_out);
+  run_once(on, false);  // the kernels are built as the first run records them
+  const double build_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  Program off = chain_program(device, rows, false, half_out);
+  alternate(on, off, reps);
+  const std::string tag = half_out ? "chain8_f16_out" : "chain8_f32";
+  fmt::print(
+      "  {}: fused {:.3f} ms device ({} dispatch), unfused {:.3f} ms ({} dispatches); "
+      "built and first run in {:.1f} ms\n",
+      tag, median(on.device_ms), on.exec->dispatch_count(), median(off.device_ms),
+      off.exec->dispatch_count(), build_ms);
+  fmt::print("{}_fused_vs_unfused_device_ratio={:.3f}\n", tag,
+             median(off.device_ms) / median(on.device_ms));
+  fmt::print("{}_fused_build_ms={:.1f}\n", tag, build_ms);
+}
+
 void report_layer(Program& fused, Program& in_matmuls, Program& plain) {
   for (auto* p : {&fused, &in_matmuls, &plain}) {
     fmt::print("  {} path, device ms per command (fastest of the steps):\n",
@@ -271,6 +313,11 @@ int main(int argc, char** argv) {
     fmt::print(
         "device {}: {}; CPU {}; LP_NUM_THREADS={}, OPENBLAS_CORETYPE={} (no OpenBLAS here)\n",
         device_index, device.info().name, cpu_model(), lp ? lp : "unset", ob ? ob : "unset");
+
+    fmt::print("an elementwise chain of 8 ops over {} x 64, fused and not:\n", batch * 64);
+    for (const bool half_out : {false, true}) {
+      compare_elementwise_chain(instance, device_index, batch * 64, reps, half_out);
+    }
 
     fmt::print("dense layer {}x{} -> {} ReLU, forward and the gradients of x, kernel and bias:\n",
                batch, in, units);

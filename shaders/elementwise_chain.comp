@@ -13,6 +13,7 @@
 // each invocation computes two elements and writes whole words (no two
 // invocations share one), as cast.comp does. The arithmetic is f32 throughout.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 layout(local_size_x_id = 0) in;
 #include "index.glsl"
 
@@ -37,6 +38,9 @@ layout(constant_id = 12) const uint STORES = 0;
 // Element types (0 f32, 1 f16, 2 bf16), 2 bits each: inputs 0-3 (bits 0-7),
 // the output (bits 8-9), Store1 (10-11) and Store2 (12-13).
 layout(constant_id = 13) const uint TYPES = 0;
+// How many of the inputs the chain reads (1-4): bindings past them repeat the
+// last one and are never read.
+layout(constant_id = 14) const uint INPUTS = 1;
 const bool PAIRED = ((TYPES >> 8) & 63u) != 0u;
 const bool HAS_STORE1 = (STORES & 0x5555u) != 0u;
 const bool HAS_STORE2 = (STORES & 0xaaaau) != 0u;
@@ -90,11 +94,32 @@ float load(uint k, uint i) {
   return uintBitsToFloat(to_f32_bits(type, bits));
 }
 
-float apply(uint step, float v, float alpha, uint i) {
+// The element's value of each input the chain reads, loaded once: every step
+// that reads an input picks it here rather than loading it again, which keeps
+// the code the driver compiles before it folds the constants small.
+float value0 = 0.0, value1 = 0.0, value2 = 0.0, value3 = 0.0;
+
+void load_inputs(uint i) {
+  value0 = load(0u, i);
+  if (INPUTS > 1u) value1 = load(1u, i);
+  if (INPUTS > 2u) value2 = load(2u, i);
+  if (INPUTS > 3u) value3 = load(3u, i);
+}
+
+float input_value(uint k) {
+  switch (k) {
+    case 0: return value0;
+    case 1: return value1;
+    case 2: return value2;
+    default: return value3;
+  }
+}
+
+float apply(uint step, float v, float alpha) {
   uint code = step & 255u;
   if (code < 32u) return unary_op(code, v, alpha);
   uint other = (step >> 8) & 7u;
-  float w = other == 4u ? v : load(other, i);
+  float w = other == 4u ? v : input_value(other);
   bool swapped = (step & 2048u) != 0u;
   if (code >= 64u) {
     // A unary op's gradient over (t, dy): dy * f'(t), as unary_grad.comp.
@@ -113,26 +138,34 @@ void keep(uint s, float v) {
   if (store == 2u) kept2 = v;
 }
 
-// Written out step by step, not as a loop over an array of the constants: with
-// each step's code a constant where it is used, the driver folds the switches
-// away (a loop indexing a constant array kept them, 50x slower on lavapipe).
-#define STEP(s, WORD, ALPHA)              \
-  if (STEPS > s) {                         \
-    v = apply(WORD, v, ALPHA, i);          \
-    keep(s, v);                            \
+// Step s's word: a constant once the loop below is unrolled and s is one.
+uint step_word(uint s) {
+  switch (s) {
+    case 0: return STEP0;
+    case 1: return STEP1;
+    case 2: return STEP2;
+    case 3: return STEP3;
+    case 4: return STEP4;
+    case 5: return STEP5;
+    case 6: return STEP6;
+    default: return STEP7;
   }
+}
 
 // Element i of the chain's output; its stored links in kept1 and kept2.
+// The steps are a loop marked for unrolling, with a known count (STEPS): the
+// driver folds the one body's constants it can, then unrolls it and folds
+// each step's code to its op. Eight steps written out would each carry every
+// op's code until the folding (about 4x the compile time on lavapipe, the same
+// code after); a loop over an array of the constants, unmarked, kept its
+// switches at run time (50x slower).
 float chain_value(uint i) {
-  float v = load(FIRST, i);
-  STEP(0, STEP0, alphas[0].x)
-  STEP(1, STEP1, alphas[0].y)
-  STEP(2, STEP2, alphas[0].z)
-  STEP(3, STEP3, alphas[0].w)
-  STEP(4, STEP4, alphas[1].x)
-  STEP(5, STEP5, alphas[1].y)
-  STEP(6, STEP6, alphas[1].z)
-  STEP(7, STEP7, alphas[1].w)
+  load_inputs(i);
+  float v = input_value(FIRST);
+  [[unroll]] for (uint s = 0u; s < STEPS; ++s) {
+    v = apply(step_word(s), v, alphas[s / 4u][s % 4u]);
+    keep(s, v);
+  }
   return v;
 }
 
@@ -168,9 +201,23 @@ void main() {
   uint first = linear_index() * 2u;
   if (first >= n) return;
   bool second = first + 1u < n;
-  float a = chain_value(first), a1 = kept1, a2 = kept2;
-  float b = second ? chain_value(first + 1u) : 0.0;
+  // The two elements by a loop the driver unrolls once the chain's code is
+  // folded, rather than two calls it would compile twice. An odd count's last
+  // invocation computes its one element twice and writes it once.
+  float a = 0.0, a1 = 0.0, a2 = 0.0, b = 0.0, b1 = 0.0, b2 = 0.0;
+  [[unroll]] for (uint e = 0u; e < 2u; ++e) {
+    float v = chain_value(second ? first + e : first);
+    if (e == 0u) {
+      a = v;
+      a1 = kept1;
+      a2 = kept2;
+    } else {
+      b = v;
+      b1 = kept1;
+      b2 = kept2;
+    }
+  }
   write_pair(0u, first, second, a, b);
-  if (HAS_STORE1) write_pair(1u, first, second, a1, kept1);
-  if (HAS_STORE2) write_pair(2u, first, second, a2, kept2);
+  if (HAS_STORE1) write_pair(1u, first, second, a1, b1);
+  if (HAS_STORE2) write_pair(2u, first, second, a2, b2);
 }

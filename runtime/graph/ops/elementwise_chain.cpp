@@ -107,7 +107,8 @@ void record_elementwise_chain(RecordContext& ctx, std::span<const Node* const> c
   }
   std::vector<SpecConstant> constants{
       SpecConstant::u32(1, static_cast<std::uint32_t>(chain.size())),
-      SpecConstant::u32(2, index_of(chain[0]->inputs[0])), SpecConstant::u32(3, modes)};
+      SpecConstant::u32(2, index_of(chain[0]->inputs[0])), SpecConstant::u32(3, modes),
+      SpecConstant::u32(14, static_cast<std::uint32_t>(inputs.size()))};
   for (std::size_t j = 0; j < chain.size(); ++j) {
     const Node& node = *chain[j];
     const ElementwiseStep step = *node.op->elementwise_step();
