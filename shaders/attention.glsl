@@ -23,6 +23,29 @@ layout(push_constant) uniform Params {
   uint key;      // the dropout mask's key (the op's place in its graph)
 };
 
+// q, k and v (bindings 0-2 of every kernel) as words: f32, or two halves to a
+// word (QKV_TYPE 1 f16, 2 bf16) where the precision policy stores them in
+// half. Each element is widened exactly as it is read; the arithmetic is f32.
+layout(constant_id = 2) const uint QKV_TYPE = 0u;
+layout(std430, binding = 0) readonly buffer Q { uint q_words[]; };  // [BH, tq, D]
+layout(std430, binding = 1) readonly buffer K { uint k_words[]; };  // [BH, tk, D]
+layout(std430, binding = 2) readonly buffer V { uint v_words[]; };  // [BH, tk, D]
+
+#include "half.glsl"
+
+float widened(uint word, uint e) {
+  return uintBitsToFloat(to_f32_bits(QKV_TYPE, (word >> ((e & 1u) * 16u)) & 0xffffu));
+}
+float q_at(uint e) {
+  return QKV_TYPE == 0u ? uintBitsToFloat(q_words[e]) : widened(q_words[e >> 1], e);
+}
+float k_at(uint e) {
+  return QKV_TYPE == 0u ? uintBitsToFloat(k_words[e]) : widened(k_words[e >> 1], e);
+}
+float v_at(uint e) {
+  return QKV_TYPE == 0u ? uintBitsToFloat(v_words[e]) : widened(v_words[e >> 1], e);
+}
+
 // A masked score, finite so that no infinity enters the arithmetic.
 const float MASKED = -1.0e30;
 

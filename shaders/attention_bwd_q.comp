@@ -8,9 +8,6 @@
 // fixed order.
 #include "attention.glsl"
 
-layout(std430, binding = 0) readonly buffer Q { float q[]; };
-layout(std430, binding = 1) readonly buffer K { float k[]; };
-layout(std430, binding = 2) readonly buffer V { float v[]; };
 layout(std430, binding = 3) readonly buffer Step { uint step_params[]; };
 layout(std430, binding = 4) readonly buffer Fwd { float fwd[]; };   // o [BH, tq, D], L [BH, tq]
 layout(std430, binding = 5) readonly buffer DFwd { float dfwd[]; };  // do [BH, tq, D], (dL)
@@ -31,7 +28,7 @@ void main() {
     const uint rr = e / D, d = e % D;
     const bool inside = i0 + rr < tq;
     const uint at = (bh * tq + i0 + rr) * D + d;
-    Qs[rr * DP + d] = inside ? q[at] : 0.0;
+    Qs[rr * DP + d] = inside ? q_at(at) : 0.0;
     DOs[rr * DP + d] = inside ? dfwd[at] : 0.0;
   }
   float part = 0.0;
@@ -53,8 +50,8 @@ void main() {
     for (uint e = tid; e < TILE * D; e += ROWS * LANES) {
       const uint c = e / D, d = e % D;
       const bool inside = j0 + c < tk;
-      Ks[c * DP + d] = inside ? k[(bh * tk + j0 + c) * D + d] : 0.0;
-      Vs[c * DP + d] = inside ? v[(bh * tk + j0 + c) * D + d] : 0.0;
+      Ks[c * DP + d] = inside ? k_at((bh * tk + j0 + c) * D + d) : 0.0;
+      Vs[c * DP + d] = inside ? v_at((bh * tk + j0 + c) * D + d) : 0.0;
     }
     barrier();
     for (uint c = lane; c < TILE; c += LANES) {

@@ -9,9 +9,6 @@
 // the normalising sum, as dropout(softmax(s)) v does.
 #include "attention.glsl"
 
-layout(std430, binding = 0) readonly buffer Q { float q[]; };  // [BH, tq, D]
-layout(std430, binding = 1) readonly buffer K { float k[]; };  // [BH, tk, D]
-layout(std430, binding = 2) readonly buffer V { float v[]; };  // [BH, tk, D]
 layout(std430, binding = 3) readonly buffer Step { uint step_params[]; };  // step, seed, first row
 layout(std430, binding = 4) writeonly buffer Out { float o[]; };  // [BH, tq, D], then L [BH, tq]
 
@@ -26,7 +23,7 @@ void main() {
   const uint bh = gl_WorkGroupID.y, i0 = gl_WorkGroupID.x * ROWS, i = i0 + r;
   for (uint e = tid; e < ROWS * D; e += ROWS * LANES) {
     const uint rr = e / D, d = e % D;
-    Qs[rr * DP + d] = i0 + rr < tq ? q[(bh * tq + i0 + rr) * D + d] : 0.0;
+    Qs[rr * DP + d] = i0 + rr < tq ? q_at((bh * tq + i0 + rr) * D + d) : 0.0;
   }
   // Keys past the block's last visible one are skipped whole.
   uint kend = tk;
@@ -39,8 +36,8 @@ void main() {
     for (uint e = tid; e < TILE * D; e += ROWS * LANES) {
       const uint c = e / D, d = e % D;
       const bool inside = j0 + c < tk;
-      Ks[c * DP + d] = inside ? k[(bh * tk + j0 + c) * D + d] : 0.0;
-      Vs[c * D + d] = inside ? v[(bh * tk + j0 + c) * D + d] : 0.0;
+      Ks[c * DP + d] = inside ? k_at((bh * tk + j0 + c) * D + d) : 0.0;
+      Vs[c * D + d] = inside ? v_at((bh * tk + j0 + c) * D + d) : 0.0;
     }
     barrier();
     for (uint c = lane; c < TILE; c += LANES) {

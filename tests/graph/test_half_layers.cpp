@@ -1,6 +1,7 @@
 // conv2d and the fused attention under the fp16 and bf16 precision policies:
 // the half layer's numbers (operands rounded to the half type, f32 inside,
-// the output rounded once), forward and every gradient, on the f32 kernels.
+// the output rounded once), forward and every gradient, on the f32 kernels,
+// and the fused attention's kernels reading q, k and v stored in half.
 #include <bit>
 #include <cstdint>
 #include <map>
@@ -14,6 +15,7 @@
 
 #include "../shared_device.h"
 #include "../test_support.h"
+#include "matmul_variant_scope.h"
 
 using vkt::DType;
 using vkt::Tensor;
@@ -104,9 +106,13 @@ TEST_CASE(
   }
 }
 
-TEST_CASE(
-    "the fused attention under the half precision policies: the bits of the half attention "
-    "written out, forward and every gradient, and every output a half value") {
+namespace {
+
+/// The policy's fused attention against the half attention written out with
+/// round_to_half in an f32 graph (on the f32 kernels), bit for bit: forward
+/// and every gradient, each output a half value. `stored_half`: the policy's
+/// kernels read q, k and v as half tensors (where products take half ones).
+void check_attention_policy(bool stored_half) {
   const std::map<std::string, std::vector<float>> feeds{
       {"q", vkt::test::random_floats(2 * 2 * 5 * 8, 25, -2.0f, 2.0f)},
       {"k", vkt::test::random_floats(2 * 2 * 7 * 8, 26, -2.0f, 2.0f)},
@@ -117,7 +123,12 @@ TEST_CASE(
     INFO(vkt::to_string(half));
     vkt::Graph policy(vkt::test::shared_device(), {.precision = policy_of(half)});
     vkt::Graph written(vkt::test::shared_device());
-    const auto got = run_case(policy, attention_case(policy, std::nullopt), feeds);
+    const std::vector<Tensor> fetches = attention_case(policy, std::nullopt);
+    for (const vkt::Node& node : policy.nodes()) {
+      if (node.op->type() != "fused_attention") continue;
+      for (const Tensor& in : node.inputs) CHECK(in.dtype() == (stored_half ? half : DType::F32));
+    }
+    const auto got = run_case(policy, fetches, feeds);
     const auto want = run_case(written, attention_case(written, half), feeds);
     for (std::size_t i = 0; i < got.size(); ++i) {
       INFO("output " << i << " (y, dq, dk, dv)");
@@ -126,4 +137,20 @@ TEST_CASE(
       CHECK(bits(got[i]) == bits(vkt::from_half(vkt::to_half(got[i], half), half)));
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "the fused attention under the half precision policies: the bits of the half attention "
+    "written out, forward and every gradient, and every output a half value") {
+  const vkt::test::VariantScope texel("texel");
+  check_attention_policy(false);
+}
+
+TEST_CASE(
+    "where products take half tensors the policy's fused attention reads q, k and v stored in "
+    "half, with the same bits") {
+  const vkt::test::VariantScope tiled("tiled");
+  check_attention_policy(true);
 }

@@ -113,8 +113,16 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
       // The graph's precision policy: q, k and v rounded to the half type and
       // the output rounded once, f32 inside (FlashAttention's numbers in
       // half, but for its rounding of the probabilities). The composed path
-      // below takes the policy through its two products.
+      // below takes the policy through its two products. Where products take
+      // half tensors (GPUs) q, k and v are stored in half, which the kernels
+      // widen as they read them and the backward pass keeps at half the
+      // bytes; on the texel kernel's devices they are rounded in place.
       if (const DType half = compute_dtype(g.options().precision); is_half(half)) {
+        if (matmul_variant(g.device()) == MatmulVariant::Tiled) {
+          return round_to_half(ops_detail::fused_attention(cast(q, half), cast(k, half),
+                                                           cast(v, half), fused, *tile),
+                               half);
+        }
         return round_to_half(
             ops_detail::fused_attention(round_to_half(q, half), round_to_half(k, half),
                                         round_to_half(v, half), fused, *tile),

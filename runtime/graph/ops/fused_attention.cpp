@@ -12,6 +12,7 @@
 
 #include "../../vulkan/error.h"
 #include "../graph.h"
+#include "cast.h"
 #include "kernel_util.h"
 #include "shape_ops.h"
 
@@ -54,14 +55,21 @@ std::size_t shared_bytes(std::uint32_t d, std::uint32_t tile) {
   return 4 * std::max({fwd, bwd_q, bwd_kv});
 }
 
+/// attention.glsl's QKV_TYPE: q, k and v f32 (0), f16 (1) or bf16 (2).
+std::uint32_t qkv_type(DType dtype) {
+  return dtype == DType::F16 ? 1u : dtype == DType::BF16 ? 2u : 0u;
+}
+
 class AttentionKernelOp : public Op {
  public:
   AttentionKernelOp(FusedAttentionParams params, std::uint32_t tile)
       : params_(params), tile_(tile) {}
+  /// q, k and v may be half tensors (one type), widened as the kernels read them.
+  bool takes_half() const override { return true; }
 
  protected:
   void dispatch(RecordContext& ctx, const char* shader, std::span<const BufferRange> buffers,
-                const Geometry& g, std::uint32_t rows) const {
+                const Geometry& g, std::uint32_t rows, DType qkv) const {
     const bool drop = ctx.training() && params_.dropout > 0.0f;
     const double threshold = std::ldexp(static_cast<double>(params_.dropout), 32);
     const AttentionPush push{
@@ -73,8 +81,10 @@ class AttentionKernelOp : public Op {
         drop ? static_cast<std::uint32_t>(std::min(threshold, 4294967295.0)) : 0u,
         drop ? static_cast<float>(1.0 / (1.0 - params_.dropout)) : 1.0f,
         params_.key};
-    const Kernel& kernel = ctx.device().kernel(
-        {.shader = shader, .constants = {SpecConstant::u32(0, g.d), SpecConstant::u32(1, tile_)}});
+    const Kernel& kernel =
+        ctx.device().kernel({.shader = shader,
+                             .constants = {SpecConstant::u32(0, g.d), SpecConstant::u32(1, tile_),
+                                           SpecConstant::u32(2, qkv_type(qkv))}});
     ctx.stream().dispatch(kernel, buffers, std::as_bytes(std::span(&push, 1)),
                           Groups{(rows + kRows - 1) / kRows, g.matrices, 1});
   }
@@ -103,7 +113,7 @@ class AttentionGradOp final : public AttentionKernelOp {
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const Geometry g = geometry(in[0].shape(), in[1].shape());
     dispatch(ctx, kv_ ? "attention_bwd_kv" : "attention_bwd_q",
-             buffers(ctx, in, {in[3], in[4], out}), g, kv_ ? g.tk : g.tq);
+             buffers(ctx, in, {in[3], in[4], out}), g, kv_ ? g.tk : g.tq, in[0].dtype());
   }
   std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor&,
                                  const Tensor&) const override {
@@ -122,7 +132,7 @@ class FusedAttentionOp final : public AttentionKernelOp {
   std::string type() const override { return "fused_attention"; }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const Geometry g = geometry(in[0].shape(), in[1].shape());
-    dispatch(ctx, "attention_fwd", buffers(ctx, in, {out}), g, g.tq);
+    dispatch(ctx, "attention_fwd", buffers(ctx, in, {out}), g, g.tq, in[0].dtype());
   }
   std::vector<Gradient> gradient(std::span<const Tensor> in, const Tensor& out,
                                  const Tensor& dy) const override {
@@ -133,8 +143,12 @@ class FusedAttentionOp final : public AttentionKernelOp {
     const std::int64_t n = kv.elements();
     const Tensor dkv = graph.add_node(std::make_unique<AttentionGradOp>(params_, tile_, true),
                                       {in[0], in[1], in[2], out, dy}, Shape{2 * n});
-    return {Gradient{dq}, Gradient{reshape(slice_rows(dkv, 0, n), kv)},
-            Gradient{reshape(slice_rows(dkv, n, n), kv)}};
+    // The kernels sum in f32; a half input's gradient is of its type, so
+    // that the cast before it gives the rounded gradient round_to_half would.
+    const auto of_input_type = [&](const Tensor& d) { return cast(d, in[0].dtype()); };
+    return {Gradient{of_input_type(dq)},
+            Gradient{of_input_type(reshape(slice_rows(dkv, 0, n), kv))},
+            Gradient{of_input_type(reshape(slice_rows(dkv, n, n), kv))}};
   }
 };
 
@@ -151,6 +165,13 @@ std::optional<std::uint32_t> fused_attention_tile(const Device& device, std::int
 
 Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                        const FusedAttentionParams& params, std::uint32_t tile) {
+  if (k.dtype() != q.dtype() || v.dtype() != q.dtype() || q.dtype() == DType::I32) {
+    throw Error(fmt::format(
+        "fused attention: q '{}', k '{}' and v '{}' are {}, {} and {}; give them one float "
+        "type (vkt::cast)",
+        q.name(), k.name(), v.name(), to_string(q.dtype()), to_string(k.dtype()),
+        to_string(v.dtype())));
+  }
   const Shape sq = q.shape();
   const Geometry g = geometry(sq, k.shape());
   const std::int64_t rows = std::int64_t{g.matrices} * g.tq;

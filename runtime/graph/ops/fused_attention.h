@@ -27,7 +27,9 @@ std::optional<std::uint32_t> fused_attention_tile(const Device& device, std::int
 
 /// softmax(scale * q k^T, causal) v with dropout on the probabilities, in three
 /// kernels that never store the scores: q [B, H, Tq, D] (or [B, Tq, D]), k and
-/// v [B, H, Tk, D]; `tile` from fused_attention_tile(). Result shaped as q.
+/// v [B, H, Tk, D]; `tile` from fused_attention_tile(). Result shaped as q, f32.
+/// q, k and v are f32, or half tensors of one type (widened as the kernels read
+/// them; their gradients are of that type, f32 sums rounded once).
 Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                        const FusedAttentionParams& params, std::uint32_t tile);
 
