@@ -47,6 +47,10 @@ uint mm_group() { return gl_WorkGroupID.z / SLICES; }
 #endif
 layout(std430, binding = 0) readonly buffer A { vec4 a4[]; };
 layout(std430, binding = 1) readonly buffer B { vec4 b4[]; };
+#elif defined(MATMUL_WORD_OPERANDS)
+// The includer reads A and B by the word (f32, or two halves a word).
+layout(std430, binding = 0) readonly buffer A { uint a_words[]; };
+layout(std430, binding = 1) readonly buffer B { uint b_words[]; };
 #else
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 layout(std430, binding = 1) readonly buffer B { float b[]; };

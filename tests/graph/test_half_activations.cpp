@@ -15,10 +15,12 @@
 #include <vktower/runtime/graph/autodiff.h>
 #include <vktower/runtime/graph/executor.h>
 #include <vktower/runtime/graph/graph.h>
+#include <vktower/runtime/graph/ops/conv.h>
 #include <vktower/runtime/graph/ops/elementwise.h>
 #include <vktower/runtime/graph/ops/layers.h>
 #include <vktower/runtime/graph/ops/matmul.h>
 #include <vktower/runtime/graph/ops/reduce.h>
+#include <vktower/runtime/graph/ops/shape_ops.h>
 
 #include "../shared_device.h"
 #include "../test_support.h"
@@ -138,6 +140,26 @@ std::size_t mlp_activation_bytes(
   return vkt::Executor(g, fetches).activation_bytes();
 }
 
+/// The activation arena of one training step of a small CNN: two 3x3 convs of
+/// 16 filters (relu) on 16x16x8 images, batch 32, then a dense layer.
+std::size_t cnn_activation_bytes(vkt::Precision precision) {
+  vkt::Graph g(vkt::test::shared_device(), {.seed = 6, .precision = precision});
+  Tensor h = g.input("x", {32, 16, 16, 8});
+  for (int layer = 0; layer < 2; ++layer) {
+    const Tensor filter = g.variable("conv_" + std::to_string(layer) + "/kernel",
+                                     {3, 3, h.shape()[3], 16}, vkt::Initializer::glorot_uniform());
+    h = vkt::relu(vkt::conv2d(h, filter, {.padding = vkt::Padding::Same}));
+  }
+  const Tensor flat = vkt::reshape(h, {32, 16 * 16 * 16});
+  const Tensor loss =
+      vkt::reduce_mean(vkt::square(vkt::layers::dense(flat, 4, vkt::layers::Activation::None)));
+  std::vector<Tensor> fetches{loss};
+  for (const vkt::Gradient& grad : vkt::gradients(loss, g.trainable_variables())) {
+    fetches.push_back(grad.dense);
+  }
+  return vkt::Executor(g, fetches).activation_bytes();
+}
+
 }  // namespace
 
 TEST_CASE("under fp16 on half kernels an activation's gradient reads the half copy of it") {
@@ -188,4 +210,14 @@ TEST_CASE("a gelu MLP's pre-activations are stored in half under bf16 on half ke
       mlp_activation_bytes(vkt::Precision::BF16, vkt::layers::Activation::Gelu);
   INFO("activation arena: f32 " << f32 << " bytes, bf16 " << bf16);
   CHECK(bf16 * 5 < f32 * 4);
+}
+
+TEST_CASE("a CNN's conv inputs are stored in half under fp16 on half kernels") {
+  const vkt::test::VariantScope tiled("tiled");
+  const std::size_t f32 = cnn_activation_bytes(vkt::Precision::F32);
+  const std::size_t f16 = cnn_activation_bytes(vkt::Precision::F16);
+  INFO("activation arena: f32 " << f32 << " bytes, fp16 " << f16);
+  // The convs' inputs kept for the filter gradients at 2 bytes an element:
+  // 0.80 of f32's arena (0.92 when they were kept rounded in place, as f32).
+  CHECK(f16 * 20 < f32 * 17);
 }

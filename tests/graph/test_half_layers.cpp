@@ -1,12 +1,14 @@
 // conv2d and the fused attention under the fp16 and bf16 precision policies:
 // the half layer's numbers (operands rounded to the half type, f32 inside,
 // the output rounded once), forward and every gradient, on the f32 kernels,
-// and the fused attention's kernels reading q, k and v stored in half.
+// and on the tiled kernels reading the operands stored in half (conv2d's x
+// and filter, the fused attention's q, k and v).
 #include <bit>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <vktower/runtime/graph/half.h>
@@ -28,17 +30,19 @@ std::vector<std::uint32_t> bits(const std::vector<float>& v) {
   return out;
 }
 
-/// One conv2d of `g` on x [2, 7, 6, 3] and a 3 x 2 filter to 4 channels
+/// One conv2d of `g` on x [batch, 7, 6, 3] and a 3 x 2 filter to 4 channels
 /// (strided, padded: every tap and edge case of the GEMM), the loss
 /// sum(y * c), and its gradients. `rounded`: the half conv written out with
 /// round_to_half in an f32 graph.
 struct ConvCase {
   Tensor y, dx, df;
 };
-ConvCase conv_case(vkt::Graph& g, std::optional<DType> rounded) {
-  const Tensor x = g.input("x", {2, 7, 6, 3});
+ConvCase conv_case(vkt::Graph& g, std::optional<DType> rounded, std::int64_t stride_h,
+                   std::int64_t batch) {
+  const Tensor x = g.input("x", {batch, 7, 6, 3});
   const Tensor f = g.input("f", {3, 2, 3, 4});
-  const vkt::Conv2dOptions options{.strides = {2, 1}, .padding = vkt::Padding::Same};
+  // Stride 1 takes dx as a forward conv of the flipped filter (conv_flip.cpp).
+  const vkt::Conv2dOptions options{.strides = {stride_h, 1}, .padding = vkt::Padding::Same};
   const auto round = [&](const Tensor& t) { return rounded ? vkt::round_to_half(t, *rounded) : t; };
   const Tensor y = round(vkt::conv2d(round(x), round(f), options));
   const Tensor c = g.constant(y.shape(), vkt::test::random_floats(y.shape().elements(), 21));
@@ -79,31 +83,68 @@ vkt::Precision policy_of(DType half) {
 
 }  // namespace
 
-TEST_CASE(
-    "conv2d under the half precision policies: the bits of the half conv written out, "
-    "forward and both gradients, and every output a half value") {
-  std::vector<float> xv = vkt::test::random_floats(2 * 7 * 6 * 3, 22, -3.0f, 3.0f);
+namespace {
+
+/// The policy's conv2d against the half conv written out with round_to_half in
+/// an f32 graph, bit for bit: forward and both gradients, each output a half
+/// value. `stored_half`: the policy's kernels read x and the filter as half
+/// tensors (where products take half ones).
+void check_conv_policy(bool stored_half) {
+  std::vector<float> xv = vkt::test::random_floats(8 * 7 * 6 * 3, 22, -3.0f, 3.0f);
   xv[0] = 70000.0f;  // past f16's range
   xv[1] = 1e-6f;     // in its subnormals
   const std::vector<float> fv = vkt::test::random_floats(3 * 2 * 3 * 4, 23, -1.0f, 1.0f);
-  const auto run = [&](vkt::Graph& g, const ConvCase& c) {
-    return run_case(g, {c.y, c.dx, c.df}, {{"x", xv}, {"f", fv}});
-  };
-  vkt::Graph plain(vkt::test::shared_device());
-  const std::vector<std::vector<float>> f32 = run(plain, conv_case(plain, std::nullopt));
-  for (const DType half : {DType::F16, DType::BF16}) {
-    INFO(vkt::to_string(half));
-    vkt::Graph policy(vkt::test::shared_device(), {.precision = policy_of(half)});
-    vkt::Graph written(vkt::test::shared_device());
-    const std::vector<std::vector<float>> got = run(policy, conv_case(policy, std::nullopt));
-    const std::vector<std::vector<float>> want = run(written, conv_case(written, half));
-    for (std::size_t i = 0; i < 3; ++i) {
-      INFO("output " << i << " (y, dx, dfilter)");
-      CHECK(bits(got[i]) == bits(want[i]));
-      CHECK(bits(got[i]) != bits(f32[i]));  // the policy did round
-      CHECK(bits(got[i]) == bits(vkt::from_half(vkt::to_half(got[i], half), half)));
+  // Stride 2; stride 1 (dx on the flipped filter) with a batch of 8, which
+  // gives dfilter's GEMM 336 k, split on the tiled kernel (KSplit).
+  for (const auto& [stride, batch] : {std::pair<std::int64_t, std::int64_t>{2, 2}, {1, 8}}) {
+    const std::vector<float> x(xv.begin(), xv.begin() + batch * 7 * 6 * 3);
+    const auto run = [&](vkt::Graph& g, const ConvCase& c) {
+      return run_case(g, {c.y, c.dx, c.df}, {{"x", x}, {"f", fv}});
+    };
+    for (const DType half : {DType::F16, DType::BF16}) {
+      INFO(vkt::to_string(half) << ", stride " << stride << ", batch " << batch);
+      vkt::Graph plain(vkt::test::shared_device());
+      const auto f32 = run(plain, conv_case(plain, std::nullopt, stride, batch));
+      vkt::Graph policy(vkt::test::shared_device(), {.precision = policy_of(half)});
+      vkt::Graph written(vkt::test::shared_device());
+      const ConvCase c = conv_case(policy, std::nullopt, stride, batch);
+      // The forward conv, and at stride 1 dx's on the flipped filter: the
+      // operands in half where products take half tensors.
+      int convs = 0, splits = 0;
+      for (const vkt::Node& node : policy.nodes()) {
+        splits += node.op->type() == "conv2d_backprop_filter_split_k";
+        if (node.op->type() != "conv2d") continue;
+        ++convs;
+        for (const Tensor& in : node.inputs) CHECK(in.dtype() == (stored_half ? half : DType::F32));
+      }
+      CHECK(convs == (stride == 1 ? 2 : 1));
+      CHECK(splits == (stored_half && stride == 1 ? 1 : 0));  // only the tiled kernel splits
+      const auto got = run(policy, c);
+      const auto want = run(written, conv_case(written, half, stride, batch));
+      for (std::size_t i = 0; i < 3; ++i) {
+        INFO("output " << i << " (y, dx, dfilter)");
+        CHECK(bits(got[i]) == bits(want[i]));
+        CHECK(bits(got[i]) != bits(f32[i]));  // the policy did round
+        CHECK(bits(got[i]) == bits(vkt::from_half(vkt::to_half(got[i], half), half)));
+      }
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "conv2d under the half precision policies: the bits of the half conv written out, "
+    "forward and both gradients, and every output a half value") {
+  const vkt::test::VariantScope texel("texel");
+  check_conv_policy(false);
+}
+
+TEST_CASE(
+    "where products take half tensors the policy's conv2d reads x and the filter stored in half, "
+    "with the same bits") {
+  const vkt::test::VariantScope tiled("tiled");
+  check_conv_policy(true);
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include "cast.h"
 #include "conv_gemm.h"
 #include "kernel_util.h"
+#include "matmul.h"
 
 namespace vkt {
 namespace {
@@ -29,17 +30,25 @@ class Conv2dOp final : public Op {
  public:
   explicit Conv2dOp(const ConvGeometry& g) : g_(g) {}
   std::string type() const override { return "conv2d"; }
+  /// x and the filter may be stored in half (the precision policy's, where
+  /// products take half tensors); conv2d() itself takes f32.
+  bool takes_half() const override { return true; }
 
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     conv_detail::record_conv_gemm(ctx, ConvGemm::Forward, g_, ctx.buffer(in[0]), ctx.buffer(in[1]),
-                                  ctx.buffer(out));
+                                  ctx.buffer(out), {}, {in[0].dtype(), in[1].dtype()});
   }
 
   std::vector<Gradient> gradient(std::span<const Tensor> in, const Tensor&,
                                  const Tensor& dy) const override {
-    const std::optional<Tensor> dx = conv_detail::conv2d_input_gradient_as_forward(dy, in[1], g_);
-    return {Gradient{dx ? *dx : conv_detail::conv2d_backprop_input(dy, in[1], g_)},
-            Gradient{conv_detail::conv2d_backprop_filter(in[0], dy, g_)}};
+    // The flip kernel reads an f32 filter: a half one is widened first (exact).
+    const Tensor filter = in[1].dtype() == DType::F32 ? in[1] : cast(in[1], DType::F32);
+    const std::optional<Tensor> dx = conv_detail::conv2d_input_gradient_as_forward(dy, filter, g_);
+    // f32 sums; a half input's gradient is of its type (rounded once), so the
+    // cast before it passes on what round_to_half's gradient would.
+    return {
+        Gradient{cast(dx ? *dx : conv_detail::conv2d_backprop_input(dy, in[1], g_), in[0].dtype())},
+        Gradient{cast(conv_detail::conv2d_backprop_filter(in[0], dy, g_), in[1].dtype())}};
   }
 
  private:
@@ -171,7 +180,15 @@ Tensor conv2d(const Tensor& x, const Tensor& filter, const Conv2dOptions& option
   // The graph's precision policy: the half conv's numbers (operands rounded
   // to the half type, f32 sums, the output rounded once), on the f32 kernels.
   // Through round_to_half's gradient, dy and both gradients are rounded too.
+  // Where products take half tensors (GPUs) x and the filter are stored in
+  // half instead, which the tiled kernels widen as they read them: the same
+  // bits, and the backward pass keeps x at half the bytes.
   if (const DType half = compute_dtype(x.graph().options().precision); is_half(half)) {
+    if (matmul_variant(x.graph().device()) == MatmulVariant::Tiled) {
+      const Tensor y = x.graph().add_node(std::make_unique<Conv2dOp>(g),
+                                          {cast(x, half), cast(filter, half)}, out);
+      return round_to_half(y, half);
+    }
     const Tensor y = x.graph().add_node(std::make_unique<Conv2dOp>(g),
                                         {round_to_half(x, half), round_to_half(filter, half)}, out);
     return round_to_half(y, half);

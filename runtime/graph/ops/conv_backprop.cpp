@@ -21,9 +21,11 @@ class Conv2dBackpropInputOp final : public Op {
  public:
   explicit Conv2dBackpropInputOp(const ConvGeometry& g) : g_(g) {}
   std::string type() const override { return "conv2d_backprop_input"; }
+  /// The filter may be stored in half (the precision policy's).
+  bool takes_half() const override { return true; }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     record_conv_gemm(ctx, ConvGemm::BackpropInput, g_, ctx.buffer(in[0]), ctx.buffer(in[1]),
-                     ctx.buffer(out));
+                     ctx.buffer(out), {}, {in[0].dtype(), in[1].dtype()});
   }
   std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor&,
                                  const Tensor&) const override {
@@ -43,9 +45,11 @@ class Conv2dBackpropFilterOp final : public Op {
   std::string type() const override {
     return split_.split() ? "conv2d_backprop_filter_split_k" : "conv2d_backprop_filter";
   }
+  /// x may be stored in half (the precision policy's).
+  bool takes_half() const override { return true; }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     record_conv_gemm(ctx, ConvGemm::BackpropFilter, g_, ctx.buffer(in[0]), ctx.buffer(in[1]),
-                     ctx.buffer(out), split_);
+                     ctx.buffer(out), split_, {in[0].dtype(), in[1].dtype()});
   }
   std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor&,
                                  const Tensor&) const override {

@@ -97,9 +97,14 @@ void record_texel(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g, Gemm
   ctx.stream().dispatch(kernel, {a, b, c}, push, block.groups(u32(g.groups)));
 }
 
+/// conv_tiled.comp's A_TYPE and B_TYPE.
+std::uint32_t type_code(DType dtype) {
+  return dtype == DType::F16 ? 1u : dtype == DType::BF16 ? 2u : 0u;
+}
+
 void record_tiled(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g, GemmShape s,
                   const ConvPush& push, const BufferRange& a, const BufferRange& b,
-                  const BufferRange& c, const KSplit& split) {
+                  const BufferRange& c, const KSplit& split, OperandTypes types) {
   // matmul's tiles; the filter gradient stages A along m, which are
   // consecutive channels of x.
   const TiledShape t =
@@ -107,6 +112,8 @@ void record_tiled(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g, Gemm
   std::vector<SpecConstant> constants = t.constants();
   constants.push_back(SpecConstant::u32(7, gemm == ConvGemm::BackpropFilter));
   constants.push_back(SpecConstant::u32(9, static_cast<std::uint32_t>(gemm)));
+  constants.push_back(SpecConstant::u32(18, type_code(types.a)));
+  constants.push_back(SpecConstant::u32(19, type_code(types.b)));
   for (const SpecConstant& sc : split.constants()) constants.push_back(sc);
   const Kernel& kernel = ctx.device().kernel(
       {.shader = "conv_tiled", .local_size = t.local_size(), .constants = constants});
@@ -128,7 +135,7 @@ KSplit split_conv_gemm(const Device& device, ConvGemm gemm, const ConvGeometry& 
 
 void record_conv_gemm(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g,
                       const BufferRange& a, const BufferRange& b, const BufferRange& c,
-                      const KSplit& split) {
+                      const KSplit& split, OperandTypes types) {
   const GemmShape s = gemm_shape(gemm, g);
   const ConvPush push{.m = u32(s.m),
                       .n = u32(s.n),
@@ -151,12 +158,13 @@ void record_conv_gemm(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g,
                       .dil_w = i32(g.dil_w),
                       .pad_top = i32(g.pad_top),
                       .pad_left = i32(g.pad_left)};
-  if (!split.split() && matmul_variant(ctx.device()) == MatmulVariant::Texel) {
+  const bool f32 = types.a == DType::F32 && types.b == DType::F32;
+  if (f32 && !split.split() && matmul_variant(ctx.device()) == MatmulVariant::Texel) {
     const auto ta = matmul_detail::texel_view(ctx.device(), a);
     const auto tb = matmul_detail::texel_view(ctx.device(), b);
     if (ta && tb) return record_texel(ctx, gemm, g, s, push, *ta, *tb, c);
   }
-  record_tiled(ctx, gemm, g, s, push, a, b, c, split);
+  record_tiled(ctx, gemm, g, s, push, a, b, c, split, types);
 }
 
 }  // namespace vkt::conv_detail

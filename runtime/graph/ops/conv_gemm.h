@@ -34,13 +34,20 @@ struct ConvGeometry {
 ///   BackpropFilter: dfilter = im2col(x)^T x dy
 enum class ConvGemm : std::uint32_t { Forward = 0, BackpropInput = 1, BackpropFilter = 2 };
 
+/// The element types of a GEMM's two operands: f32, or half (f16, bf16) where
+/// the precision policy stores them in half.
+struct OperandTypes {
+  DType a = DType::F32, b = DType::F32;
+};
+
 /// Records `gemm` with `a` and `b` its operands (x and filter, dy and filter, x
 /// and dy) into `c`, with the texel or the tiled kernel as matmul_variant() says.
 /// With a KSplit (the tiled kernel only), `c` receives the partial sums, one
-/// copy of the output per slice of k.
+/// copy of the output per slice of k. Half operands take the tiled kernel,
+/// which widens them as it reads them; `c` is f32.
 void record_conv_gemm(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g,
                       const BufferRange& a, const BufferRange& b, const BufferRange& c,
-                      const KSplit& split = {});
+                      const KSplit& split = {}, OperandTypes types = {});
 
 /// The split of `gemm`'s k on `device` (split_k over the whole output, every
 /// group's columns together; none on the texel kernel).

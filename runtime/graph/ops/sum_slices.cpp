@@ -15,6 +15,9 @@ class SumSlicesOp final : public Op {
  public:
   explicit SumSlicesOp(SliceGradients gradients) : gradients_(std::move(gradients)) {}
   std::string type() const override { return "sum_slices"; }
+  /// The product's operands are only named (a conv's may be stored in half);
+  /// the partial sums it adds are f32.
+  bool takes_half() const override { return true; }
 
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const std::int64_t n = out.shape().elements();
