@@ -77,6 +77,21 @@ std::vector<std::vector<float>> run_case(vkt::Graph& g, const std::vector<Tensor
   return out;
 }
 
+/// The policy's outputs `got` against the layer written out with round_to_half
+/// (`want`): the same bits, not f32's (the policy did round), each a value of
+/// the half type. `names` lists the outputs for the failure message.
+void check_policy_bits(const std::vector<std::vector<float>>& got,
+                       const std::vector<std::vector<float>>& want,
+                       const std::vector<std::vector<float>>& f32, DType half, const char* names) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO("output " << i << " " << names);
+    CHECK(bits(got[i]) == bits(want[i]));
+    CHECK(bits(got[i]) != bits(f32[i]));
+    CHECK(bits(got[i]) == bits(vkt::from_half(vkt::to_half(got[i], half), half)));
+  }
+}
+
 vkt::Precision policy_of(DType half) {
   return half == DType::F16 ? vkt::Precision::F16 : vkt::Precision::BF16;
 }
@@ -119,14 +134,8 @@ void check_conv_policy(bool stored_half) {
       }
       CHECK(convs == (stride == 1 ? 2 : 1));
       CHECK(splits == (stored_half && stride == 1 ? 1 : 0));  // only the tiled kernel splits
-      const auto got = run(policy, c);
-      const auto want = run(written, conv_case(written, half, stride, batch));
-      for (std::size_t i = 0; i < 3; ++i) {
-        INFO("output " << i << " (y, dx, dfilter)");
-        CHECK(bits(got[i]) == bits(want[i]));
-        CHECK(bits(got[i]) != bits(f32[i]));  // the policy did round
-        CHECK(bits(got[i]) == bits(vkt::from_half(vkt::to_half(got[i], half), half)));
-      }
+      check_policy_bits(run(policy, c), run(written, conv_case(written, half, stride, batch)), f32,
+                        half, "(y, dx, dfilter)");
     }
   }
 }
@@ -169,14 +178,9 @@ void check_attention_policy(bool stored_half) {
       if (node.op->type() != "fused_attention") continue;
       for (const Tensor& in : node.inputs) CHECK(in.dtype() == (stored_half ? half : DType::F32));
     }
-    const auto got = run_case(policy, fetches, feeds);
-    const auto want = run_case(written, attention_case(written, half), feeds);
-    for (std::size_t i = 0; i < got.size(); ++i) {
-      INFO("output " << i << " (y, dq, dk, dv)");
-      CHECK(bits(got[i]) == bits(want[i]));
-      CHECK(bits(got[i]) != bits(f32[i]));
-      CHECK(bits(got[i]) == bits(vkt::from_half(vkt::to_half(got[i], half), half)));
-    }
+    check_policy_bits(run_case(policy, fetches, feeds),
+                      run_case(written, attention_case(written, half), feeds), f32, half,
+                      "(y, dq, dk, dv)");
   }
 }
 
