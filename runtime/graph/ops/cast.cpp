@@ -12,11 +12,6 @@
 namespace vkt {
 namespace {
 
-/// cast.comp's type codes.
-std::uint32_t code_of(DType dtype) {
-  return dtype == DType::F32 ? 0u : dtype == DType::F16 ? 1u : 2u;
-}
-
 class CastOp final : public Op {
  public:
   explicit CastOp(DType to) : to_(to) {}
@@ -33,11 +28,11 @@ class CastOp final : public Op {
 
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const std::int64_t n = out.shape().elements();
-    const Kernel& kernel =
-        ctx.device().kernel({.shader = "cast",
-                             .local_size = {ops_detail::kLocalSize, 1, 1},
-                             .constants = {SpecConstant::u32(1, code_of(in[0].dtype())),
-                                           SpecConstant::u32(2, code_of(to_))}});
+    const Kernel& kernel = ctx.device().kernel(
+        {.shader = "cast",
+         .local_size = {ops_detail::kLocalSize, 1, 1},
+         .constants = {SpecConstant::u32(1, ops_detail::float_type_code(in[0].dtype())),
+                       SpecConstant::u32(2, ops_detail::float_type_code(to_))}});
     // Two elements an invocation: a half word is never shared.
     ops_detail::dispatch_1d(ctx, kernel, {ctx.buffer(in[0]), ctx.buffer(out)},
                             static_cast<std::uint32_t>(n), (n + 1) / 2);

@@ -97,11 +97,6 @@ void record_texel(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g, Gemm
   ctx.stream().dispatch(kernel, {a, b, c}, push, block.groups(u32(g.groups)));
 }
 
-/// conv_tiled.comp's A_TYPE and B_TYPE.
-std::uint32_t type_code(DType dtype) {
-  return dtype == DType::F16 ? 1u : dtype == DType::BF16 ? 2u : 0u;
-}
-
 void record_tiled(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g, GemmShape s,
                   const ConvPush& push, const BufferRange& a, const BufferRange& b,
                   const BufferRange& c, const KSplit& split, OperandTypes types) {
@@ -112,8 +107,8 @@ void record_tiled(RecordContext& ctx, ConvGemm gemm, const ConvGeometry& g, Gemm
   std::vector<SpecConstant> constants = t.constants();
   constants.push_back(SpecConstant::u32(7, gemm == ConvGemm::BackpropFilter));
   constants.push_back(SpecConstant::u32(9, static_cast<std::uint32_t>(gemm)));
-  constants.push_back(SpecConstant::u32(18, type_code(types.a)));
-  constants.push_back(SpecConstant::u32(19, type_code(types.b)));
+  constants.push_back(SpecConstant::u32(18, ops_detail::float_type_code(types.a)));
+  constants.push_back(SpecConstant::u32(19, ops_detail::float_type_code(types.b)));
   for (const SpecConstant& sc : split.constants()) constants.push_back(sc);
   const Kernel& kernel = ctx.device().kernel(
       {.shader = "conv_tiled", .local_size = t.local_size(), .constants = constants});

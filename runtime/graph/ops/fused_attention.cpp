@@ -55,11 +55,6 @@ std::size_t shared_bytes(std::uint32_t d, std::uint32_t tile) {
   return 4 * std::max({fwd, bwd_q, bwd_kv});
 }
 
-/// attention.glsl's QKV_TYPE: q, k and v f32 (0), f16 (1) or bf16 (2).
-std::uint32_t qkv_type(DType dtype) {
-  return dtype == DType::F16 ? 1u : dtype == DType::BF16 ? 2u : 0u;
-}
-
 class AttentionKernelOp : public Op {
  public:
   AttentionKernelOp(FusedAttentionParams params, std::uint32_t tile)
@@ -84,7 +79,7 @@ class AttentionKernelOp : public Op {
     const Kernel& kernel =
         ctx.device().kernel({.shader = shader,
                              .constants = {SpecConstant::u32(0, g.d), SpecConstant::u32(1, tile_),
-                                           SpecConstant::u32(2, qkv_type(qkv))}});
+                                           SpecConstant::u32(2, float_type_code(qkv))}});
     ctx.stream().dispatch(kernel, buffers, std::as_bytes(std::span(&push, 1)),
                           Groups{(rows + kRows - 1) / kRows, g.matrices, 1});
   }

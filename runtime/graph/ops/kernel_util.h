@@ -56,6 +56,12 @@ inline std::string not_f32(const Tensor& t) {
                      is_half(t.dtype()) ? " (vkt::cast(x, vkt::DType::F32) converts them)" : "");
 }
 
+/// A float tensor's element type as the kernels' type constants code it
+/// (half.glsl's codes): 0 f32, 1 f16, 2 bf16.
+inline std::uint32_t float_type_code(DType dtype) {
+  return dtype == DType::F16 ? 1u : dtype == DType::BF16 ? 2u : 0u;
+}
+
 /// Whether an elementwise op over `n` elements takes its `_vec4` kernel (one
 /// vec4 of each operand an invocation; tensors start 16-byte aligned).
 inline bool elementwise_vec4(std::int64_t n) {

@@ -105,7 +105,7 @@ class UnaryGradOp final : public Op {
           {.shader = "unary_grad_half",
            .local_size = {ops_detail::kLocalSize, 1, 1},
            .constants = {SpecConstant::u32(1, static_cast<std::uint32_t>(kind_)),
-                         SpecConstant::u32(2, y.dtype() == DType::F16 ? 1u : 2u)}});
+                         SpecConstant::u32(2, ops_detail::float_type_code(y.dtype()))}});
       // Two elements an invocation: each half word is read whole.
       ops_detail::dispatch_1d(ctx, kernel,
                               {ctx.buffer(x), ctx.buffer(y), ctx.buffer(dy), ctx.buffer(out)},
