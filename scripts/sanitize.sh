@@ -71,17 +71,28 @@ export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:print_suppressions=0"
 # often in a component it has unloaded, which no suppression can name, and
 # with the slow unwinder one job took over 15 minutes. The code they run
 # (towers, the Estimator, checkpoints) is leak-checked by the tower tests.
+# The Vulkan loader unloads lavapipe when a process's last VkInstance goes;
+# Mesa 22.3.6-1+deb12u2's lavapipe leaves 128 bytes behind then, which LSan
+# reports from an unknown module (it is unmapped by exit) that no suppression
+# can name. Preloaded, lavapipe stays mapped to the end and leak:libvulkan_lvp.so
+# names it (verify_asan_link_order=0: ASan's runtime then comes second).
+lavapipe=$(sed -n 's/.*"library_path": *"\([^"]*libvulkan_lvp[^"]*\)".*/\1/p' \
+  /usr/share/vulkan/icd.d/lvp_icd.*.json 2>/dev/null | head -n 1 || true)
 status=0
 for run in "${runs[@]}"; do
-  options=$asan
+  options="$asan"
+  preload=""
   if [[ "$run" == mpi:* ]]; then
     run=${run#mpi:}
     options="$asan:detect_leaks=0"
+  elif [[ -n "$lavapipe" && -f "$lavapipe" ]]; then
+    options="$asan:verify_asan_link_order=0"
+    preload="$lavapipe"
   fi
-  echo "sanitize: ctest $run $*"
+  echo "sanitize: ctest $run $*${preload:+ (lavapipe preloaded)}"
   # shellcheck disable=SC2086 # $run is a list of ctest arguments
-  ASAN_OPTIONS=$options ctest --test-dir "$build_dir" --output-on-failure --no-tests=error -j2 \
-    $run "$@" || status=$?
+  LD_PRELOAD="$preload" ASAN_OPTIONS=$options ctest --test-dir "$build_dir" --output-on-failure \
+    --no-tests=error -j2 $run "$@" || status=$?
 done
 if [[ $status -eq 0 ]]; then
   echo "sanitize: every test of part '$part' passed under ASan, UBSan and LSan (MPI jobs: no LSan)"
