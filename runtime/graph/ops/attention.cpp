@@ -118,15 +118,9 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
       // widen as they read them and the backward pass keeps at half the
       // bytes; on the texel kernel's devices they are rounded in place.
       if (const DType half = compute_dtype(g.options().precision); is_half(half)) {
-        if (matmul_variant(g.device()) == MatmulVariant::Tiled) {
-          return round_to_half(ops_detail::fused_attention(cast(q, half), cast(k, half),
-                                                           cast(v, half), fused, *tile),
-                               half);
-        }
-        return round_to_half(
-            ops_detail::fused_attention(round_to_half(q, half), round_to_half(k, half),
-                                        round_to_half(v, half), fused, *tile),
-            half);
+        return round_to_half(ops_detail::fused_attention(policy_operand(q), policy_operand(k),
+                                                         policy_operand(v), fused, *tile),
+                             half);
       }
       return ops_detail::fused_attention(q, k, v, fused, *tile);
     }

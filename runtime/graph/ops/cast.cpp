@@ -61,12 +61,16 @@ Tensor cast(const Tensor& x, DType dtype) {
   return x.graph().add_node(std::make_unique<CastOp>(dtype), {x}, x.shape(), dtype);
 }
 
-Tensor policy_round(const Tensor& x) {
+Tensor policy_operand(const Tensor& x) {
   if (!x.valid() || x.dtype() != DType::F32) return x;
   const DType half = compute_dtype(x.graph().options().precision);
   if (!is_half(half)) return x;
   if (matmul_variant(x.graph().device()) == MatmulVariant::Texel) return round_to_half(x, half);
-  return cast(cast(x, half), DType::F32);
+  return cast(x, half);
+}
+
+Tensor policy_round(const Tensor& x) {
+  return cast(policy_operand(x), DType::F32);
 }
 
 }  // namespace vkt

@@ -22,11 +22,17 @@ Tensor cast(const Tensor& x, DType dtype);
 /// An x that is already such a rounding to `half` is returned as it is.
 Tensor round_to_half(const Tensor& x, DType half);
 
-/// f32 x rounded to the graph's policy type (GraphOptions::precision) and
-/// stored in it, as autocast stores a product's output: a cast to the half
-/// type and back where the device's products take half tensors (a gradient
-/// that reads the result reads the half tensor), round_to_half where they
-/// take the f32 texel kernel. Under fp32, or for a tensor not f32, x itself.
+/// f32 x as an operand of a half product under the graph's precision policy
+/// (GraphOptions::precision): cast to the half type where the device's
+/// products take half tensors (kernels that widen it as they read it),
+/// round_to_half where they take the f32 texel kernel (the same values, f32
+/// storage). Under fp32, or for a tensor not f32, x itself.
+Tensor policy_operand(const Tensor& x);
+
+/// f32 x rounded to the graph's policy type and stored in it, as autocast
+/// stores a product's output: policy_operand(x) widened back to f32 where
+/// that is a half tensor (a gradient that reads the result reads the half
+/// tensor). Under fp32, or for a tensor not f32, x itself.
 Tensor policy_round(const Tensor& x);
 
 }  // namespace vkt

@@ -9,7 +9,6 @@
 #include "cast.h"
 #include "conv_gemm.h"
 #include "kernel_util.h"
-#include "matmul.h"
 
 namespace vkt {
 namespace {
@@ -41,9 +40,7 @@ class Conv2dOp final : public Op {
 
   std::vector<Gradient> gradient(std::span<const Tensor> in, const Tensor&,
                                  const Tensor& dy) const override {
-    // The flip kernel reads an f32 filter: a half one is widened first (exact).
-    const Tensor filter = in[1].dtype() == DType::F32 ? in[1] : cast(in[1], DType::F32);
-    const std::optional<Tensor> dx = conv_detail::conv2d_input_gradient_as_forward(dy, filter, g_);
+    const std::optional<Tensor> dx = conv_detail::conv2d_input_gradient_as_forward(dy, in[1], g_);
     // f32 sums; a half input's gradient is of its type (rounded once), so the
     // cast before it passes on what round_to_half's gradient would.
     return {
@@ -184,13 +181,8 @@ Tensor conv2d(const Tensor& x, const Tensor& filter, const Conv2dOptions& option
   // half instead, which the tiled kernels widen as they read them: the same
   // bits, and the backward pass keeps x at half the bytes.
   if (const DType half = compute_dtype(x.graph().options().precision); is_half(half)) {
-    if (matmul_variant(x.graph().device()) == MatmulVariant::Tiled) {
-      const Tensor y = x.graph().add_node(std::make_unique<Conv2dOp>(g),
-                                          {cast(x, half), cast(filter, half)}, out);
-      return round_to_half(y, half);
-    }
     const Tensor y = x.graph().add_node(std::make_unique<Conv2dOp>(g),
-                                        {round_to_half(x, half), round_to_half(filter, half)}, out);
+                                        {policy_operand(x), policy_operand(filter)}, out);
     return round_to_half(y, half);
   }
   return x.graph().add_node(std::make_unique<Conv2dOp>(g), {x, filter}, out);

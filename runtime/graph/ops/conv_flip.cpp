@@ -6,6 +6,7 @@
 
 #include "../../vulkan/error.h"
 #include "../graph.h"
+#include "cast.h"
 #include "conv.h"
 #include "conv_gemm.h"
 #include "kernel_util.h"
@@ -54,7 +55,9 @@ std::optional<Tensor> conv2d_input_gradient_as_forward(const Tensor& dy, const T
   const std::int64_t bottom = g.in_h - g.out_h + g.pad_top, right = g.in_w - g.out_w + g.pad_left;
   if (top < 0 || left < 0 || bottom < 0 || right < 0)
     return std::nullopt;  // padding past the window
-  const Tensor flipped = dy.graph().add_node(std::make_unique<FlipFilterOp>(g), {filter},
+  // The flip kernel reads f32: a filter stored in half is widened first (exact).
+  const Tensor f32_filter = filter.dtype() == DType::F32 ? filter : cast(filter, DType::F32);
+  const Tensor flipped = dy.graph().add_node(std::make_unique<FlipFilterOp>(g), {f32_filter},
                                              Shape{g.k_h, g.k_w, g.group_o(), g.in_c});
   return conv2d(dy, flipped,
                 {.padding = Padding::Explicit,
