@@ -33,18 +33,34 @@ layout(std430, binding = 2) readonly buffer V { uint v_words[]; };  // [BH, tk, 
 
 #include "half.glsl"
 
-float widened(uint word, uint e) {
-  return uintBitsToFloat(to_f32_bits(QKV_TYPE, (word >> ((e & 1u) * 16u)) & 0xffffu));
+float widened(uint type, uint word, uint e) {
+  return uintBitsToFloat(to_f32_bits(type, (word >> ((e & 1u) * 16u)) & 0xffffu));
 }
 float q_at(uint e) {
-  return QKV_TYPE == 0u ? uintBitsToFloat(q_words[e]) : widened(q_words[e >> 1], e);
+  return QKV_TYPE == 0u ? uintBitsToFloat(q_words[e]) : widened(QKV_TYPE, q_words[e >> 1], e);
 }
 float k_at(uint e) {
-  return QKV_TYPE == 0u ? uintBitsToFloat(k_words[e]) : widened(k_words[e >> 1], e);
+  return QKV_TYPE == 0u ? uintBitsToFloat(k_words[e]) : widened(QKV_TYPE, k_words[e >> 1], e);
 }
 float v_at(uint e) {
-  return QKV_TYPE == 0u ? uintBitsToFloat(v_words[e]) : widened(v_words[e >> 1], e);
+  return QKV_TYPE == 0u ? uintBitsToFloat(v_words[e]) : widened(QKV_TYPE, v_words[e >> 1], e);
 }
+
+// The forward's output (binding 4 of attention_fwd.comp, read by the backward
+// kernels) is one flat buffer: the result o [BH, tq, D], then each query's
+// log-sum-exp L [BH, tq] as f32 words. o is f32 (O_TYPE 0), or of q's half
+// type (O_TYPE = QKV_TYPE, D even), two elements to a word, as the policy
+// stores attention's result; then so is its gradient do.
+layout(constant_id = 3) const uint O_TYPE = 0u;
+
+// The word where L starts, for `matrices` (B * H) matrices.
+uint lse_word(uint matrices) {
+  const uint n = matrices * tq * D;
+  return O_TYPE == 0u ? n : (n + 1u) / 2u;
+}
+// Element e of o (or do) in `words`.
+#define O_AT(words, e) \
+  (O_TYPE == 0u ? uintBitsToFloat(words[(e)]) : widened(O_TYPE, words[(e) >> 1], (e)))
 
 // A masked score, finite so that no infinity enters the arithmetic.
 const float MASKED = -1.0e30;

@@ -8,8 +8,8 @@
 #include "attention.glsl"
 
 layout(std430, binding = 3) readonly buffer Step { uint step_params[]; };
-layout(std430, binding = 4) readonly buffer Fwd { float fwd[]; };   // o [BH, tq, D], L [BH, tq]
-layout(std430, binding = 5) readonly buffer DFwd { float dfwd[]; };  // do [BH, tq, D], (dL)
+layout(std430, binding = 4) readonly buffer Fwd { uint fwd[]; };    // o, then L (lse_word)
+layout(std430, binding = 5) readonly buffer DO { uint do_words[]; };  // do [BH, tq, D], as o
 layout(std430, binding = 6) writeonly buffer DKV { float dkv[]; };   // dk [BH, tk, D], dv [BH, tk, D]
 
 shared float Ks[ROWS * DP];
@@ -46,14 +46,14 @@ void main() {
       const bool inside = i0 + rr < tq;
       const uint at = (bh * tq + i0 + rr) * D + d;
       Qs[rr * DP + d] = inside ? q_at(at) : 0.0;
-      DOs[rr * DP + d] = inside ? dfwd[at] : 0.0;
+      DOs[rr * DP + d] = inside ? O_AT(do_words, at) : 0.0;
     }
     if (tid < TILE) {
       const uint i = i0 + tid;
       float delta = 0.0, lse = 0.0;
       if (i < tq) {
-        for (uint d = 0; d < D; ++d) delta += dfwd[(bh * tq + i) * D + d] * fwd[(bh * tq + i) * D + d];
-        lse = fwd[bhs * tq * D + bh * tq + i];
+        for (uint d = 0; d < D; ++d) delta += O_AT(do_words, (bh * tq + i) * D + d) * O_AT(fwd, (bh * tq + i) * D + d);
+        lse = uintBitsToFloat(fwd[lse_word(bhs) + bh * tq + i]);
       }
       Deltas[tid] = delta;
       Ls[tid] = lse;

@@ -9,8 +9,8 @@
 #include "attention.glsl"
 
 layout(std430, binding = 3) readonly buffer Step { uint step_params[]; };
-layout(std430, binding = 4) readonly buffer Fwd { float fwd[]; };   // o [BH, tq, D], L [BH, tq]
-layout(std430, binding = 5) readonly buffer DFwd { float dfwd[]; };  // do [BH, tq, D], (dL)
+layout(std430, binding = 4) readonly buffer Fwd { uint fwd[]; };    // o, then L (lse_word)
+layout(std430, binding = 5) readonly buffer DO { uint do_words[]; };  // do [BH, tq, D], as o
 layout(std430, binding = 6) writeonly buffer DQ { float dq[]; };     // [BH, tq, D]
 
 shared float Qs[ROWS * DP];
@@ -29,17 +29,17 @@ void main() {
     const bool inside = i0 + rr < tq;
     const uint at = (bh * tq + i0 + rr) * D + d;
     Qs[rr * DP + d] = inside ? q_at(at) : 0.0;
-    DOs[rr * DP + d] = inside ? dfwd[at] : 0.0;
+    DOs[rr * DP + d] = inside ? O_AT(do_words, at) : 0.0;
   }
   float part = 0.0;
   if (i < tq) {
-    for (uint d = lane; d < D; d += LANES) part += dfwd[(bh * tq + i) * D + d] * fwd[(bh * tq + i) * D + d];
+    for (uint d = lane; d < D; d += LANES) part += O_AT(do_words, (bh * tq + i) * D + d) * O_AT(fwd, (bh * tq + i) * D + d);
   }
   Part[tid] = part;
   barrier();
   float delta = 0.0;
   for (uint x = 0; x < LANES; ++x) delta += Part[r * LANES + x];
-  const float lse = i < tq ? fwd[bhs * tq * D + bh * tq + i] : 0.0;
+  const float lse = i < tq ? uintBitsToFloat(fwd[lse_word(bhs) + bh * tq + i]) : 0.0;
 
   uint kend = tk;
   if (causal != 0u) kend = uint(clamp(int(i0 + ROWS) + int(tk) - int(tq), 0, int(tk)));

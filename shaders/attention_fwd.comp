@@ -10,7 +10,7 @@
 #include "attention.glsl"
 
 layout(std430, binding = 3) readonly buffer Step { uint step_params[]; };  // step, seed, first row
-layout(std430, binding = 4) writeonly buffer Out { float o[]; };  // [BH, tq, D], then L [BH, tq]
+layout(std430, binding = 4) writeonly buffer Out { uint o_words[]; };  // o, then L (lse_word)
 
 shared float Qs[ROWS * DP];
 shared float Ks[TILE * DP];
@@ -74,10 +74,31 @@ void main() {
     }
     m = mt;
   }
-  if (i >= tq) return;
-  for (uint u = 0; u < ACC; ++u) {
-    const uint d = lane + u * LANES;
-    if (d < D) o[(bh * tq + i) * D + d] = acc[u] / l;  // 0 / 0 = NaN for a row with no key
+  // 0 / 0 = NaN for a row with no key.
+  if (O_TYPE == 0u) {
+    for (uint u = 0; u < ACC; ++u) {
+      const uint d = lane + u * LANES;
+      if (d < D && i < tq) o_words[(bh * tq + i) * D + d] = floatBitsToUint(acc[u] / l);
+    }
+  } else {
+    // Half results leave two to a word, so a word is one invocation's: the
+    // rows pass through shared memory (Qs is read no more), and with D even a
+    // word never straddles two rows, nor two workgroups.
+    barrier();
+    for (uint u = 0; u < ACC; ++u) {
+      const uint d = lane + u * LANES;
+      if (d < D) Qs[r * DP + d] = acc[u] / l;
+    }
+    barrier();
+    for (uint w = tid; w < ROWS * D / 2u; w += ROWS * LANES) {
+      const uint rr = 2u * w / D, d = 2u * w % D;
+      if (i0 + rr >= tq) continue;
+      const uint lo = from_f32_bits(O_TYPE, floatBitsToUint(Qs[rr * DP + d]));
+      const uint hi = from_f32_bits(O_TYPE, floatBitsToUint(Qs[rr * DP + d + 1u]));
+      o_words[((bh * tq + i0 + rr) * D + d) / 2u] = lo | (hi << 16);
+    }
   }
-  if (lane == 0u) o[gl_NumWorkGroups.y * tq * D + bh * tq + i] = m + log(l);
+  if (lane == 0u && i < tq) {
+    o_words[lse_word(gl_NumWorkGroups.y) + bh * tq + i] = floatBitsToUint(m + log(l));
+  }
 }

@@ -2,8 +2,10 @@
 // the half layer's numbers (operands rounded to the half type, f32 inside,
 // the output rounded once), forward and every gradient, on the f32 kernels,
 // and on the tiled kernels reading the operands stored in half (conv2d's x
-// and filter, the fused attention's q, k and v).
+// and filter, the fused attention's q, k and v, and its result).
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -158,10 +160,31 @@ TEST_CASE(
 
 namespace {
 
+/// Where the fused attention stores its result in half, the backward kernels'
+/// delta = do . o reads that result (autocast's numbers) where the written-out
+/// attention's reads the f32 one: dq and dk (not dv) may differ from it by a
+/// few roundings of the half type, an element of `got` against `want` within
+/// 4 units in the last place of the tensor's largest magnitude. A misread
+/// result or log-sum-exp is off by the gradient's own size.
+void check_close_to_written(const std::vector<float>& got, const std::vector<float>& want,
+                            DType half) {
+  REQUIRE(got.size() == want.size());
+  float largest = 0.0f;
+  for (const float w : want) largest = std::max(largest, std::abs(w));
+  const float ulp = std::ldexp(largest, half == DType::F16 ? -10 : -7);
+  REQUIRE(largest > 0.01f);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i << ": " << got[i] << " against " << want[i]);
+    CHECK(std::abs(got[i] - want[i]) <= 4 * ulp);
+  }
+  CHECK(bits(got) == bits(vkt::from_half(vkt::to_half(got, half), half)));
+}
+
 /// The policy's fused attention against the half attention written out with
 /// round_to_half in an f32 graph (on the f32 kernels), bit for bit: forward
 /// and every gradient, each output a half value. `stored_half`: the policy's
-/// kernels read q, k and v as half tensors (where products take half ones).
+/// kernels read q, k and v as half tensors (where products take half ones)
+/// and write the result in half, which dq and dk read (check_close_to_written).
 void check_attention_policy(bool stored_half) {
   const std::map<std::string, std::vector<float>> feeds{
       {"q", vkt::test::random_floats(2 * 2 * 5 * 8, 25, -2.0f, 2.0f)},
@@ -174,13 +197,31 @@ void check_attention_policy(bool stored_half) {
     vkt::Graph policy(vkt::test::shared_device(), {.precision = policy_of(half)});
     vkt::Graph written(vkt::test::shared_device());
     const std::vector<Tensor> fetches = attention_case(policy, std::nullopt);
+    const DType stored = stored_half ? half : DType::F32;
+    int kernels = 0;
     for (const vkt::Node& node : policy.nodes()) {
-      if (node.op->type() != "fused_attention") continue;
-      for (const Tensor& in : node.inputs) CHECK(in.dtype() == (stored_half ? half : DType::F32));
+      const std::string type = node.op->type();
+      if (type == "fused_attention") {
+        for (const Tensor& in : node.inputs) CHECK(in.dtype() == stored);
+        CHECK(node.output.dtype() == stored);
+      }
+      if (type != "attention_grad_q" && type != "attention_grad_kv") continue;
+      ++kernels;
+      CHECK(node.inputs[3].dtype() == stored);  // the forward's result
+      CHECK(node.inputs[4].dtype() == stored);  // its gradient
     }
-    check_policy_bits(run_case(policy, fetches, feeds),
-                      run_case(written, attention_case(written, half), feeds), f32, half,
-                      "(y, dq, dk, dv)");
+    CHECK(kernels == 2);
+    const auto got = run_case(policy, fetches, feeds);
+    const auto want = run_case(written, attention_case(written, half), feeds);
+    if (!stored_half) {
+      check_policy_bits(got, want, f32, half, "(y, dq, dk, dv)");
+      continue;
+    }
+    check_policy_bits({got[0], got[3]}, {want[0], want[3]}, {f32[0], f32[3]}, half, "(y, dv)");
+    for (const int i : {1, 2}) {
+      INFO((i == 1 ? "dq" : "dk"));
+      check_close_to_written(got[i], want[i], half);
+    }
   }
 }
 
@@ -198,4 +239,69 @@ TEST_CASE(
     "half, with the same bits") {
   const vkt::test::VariantScope tiled("tiled");
   check_attention_policy(true);
+}
+
+namespace {
+
+/// multi_head_attention of x [2, 5, 8] (2 heads, causal, the fused kernels)
+/// and the gradients of sum(y * c) for x and the layer's weights, or with
+/// `by_hand` the same layer written out of public ops, its heads merged in
+/// f32 (the result widened, permuted, then cast again by the projection).
+std::vector<Tensor> multi_head_case(vkt::Graph& g, bool by_hand) {
+  const Tensor x = g.input("x", {2, 5, 8});
+  Tensor y;
+  if (by_hand) {
+    const Tensor projected = vkt::layers::dense(x, 24, vkt::layers::Activation::None, "attn/qkv");
+    const std::vector<Tensor> qkv = vkt::split(
+        vkt::permute(vkt::reshape(projected, {2, 5, 3, 2, 4}), {2, 0, 3, 1, 4}), {1, 1, 1}, 0);
+    const auto heads = [](const Tensor& t) { return vkt::reshape(t, {2, 2, 5, 4}); };
+    const Tensor o =
+        vkt::scaled_dot_product_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]),
+                                          {.causal = true, .kernel = vkt::AttentionKernel::Fused});
+    y = vkt::layers::dense(vkt::reshape(vkt::permute(o, {0, 2, 1, 3}), {2, 5, 8}), 8,
+                           vkt::layers::Activation::None, "attn/out");
+  } else {
+    y = vkt::layers::multi_head_attention(
+        x, 2, {.causal = true, .kernel = vkt::AttentionKernel::Fused}, "attn");
+  }
+  const Tensor c = g.constant(y.shape(), vkt::test::random_floats(y.shape().elements(), 28));
+  std::vector<Tensor> wrt{x};
+  for (const Tensor& v : g.trainable_variables()) wrt.push_back(v);
+  std::vector<Tensor> out{y};
+  for (const vkt::Gradient& d : vkt::gradients(vkt::reduce_sum(y * c), wrt)) {
+    out.push_back(d.dense);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "where the fused attention writes its result in half, multi_head_attention merges the heads "
+    "in half, with the bits of the merge in f32") {
+  const vkt::test::VariantScope tiled("tiled");
+  const std::map<std::string, std::vector<float>> feeds{
+      {"x", vkt::test::random_floats(2 * 5 * 8, 29, -2.0f, 2.0f)}};
+  for (const DType half : {DType::F16, DType::BF16}) {
+    INFO(vkt::to_string(half));
+    vkt::Graph layer(vkt::test::shared_device(), {.precision = policy_of(half)});
+    vkt::Graph by_hand(vkt::test::shared_device(), {.precision = policy_of(half)});
+    const std::vector<Tensor> fetches = multi_head_case(layer, false);
+    // The result's permutes (forward, and back in the backward pass) move
+    // half words, and no f32 copy of the result is permuted.
+    int half_permutes = 0, f32_permutes = 0;
+    for (const vkt::Node& node : layer.nodes()) {
+      if (node.op->type() != "permute") continue;
+      (node.output.dtype() == half ? half_permutes : f32_permutes) += 1;
+    }
+    CHECK(half_permutes == 2);
+    CHECK(f32_permutes == 2);  // the projection's heads moved out, and back
+    const auto got = run_case(layer, fetches, feeds);
+    const auto want = run_case(by_hand, multi_head_case(by_hand, true), feeds);
+    REQUIRE(got.size() == want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      INFO("output " << i);
+      CHECK(bits(got[i]) == bits(want[i]));
+    }
+  }
 }

@@ -1,10 +1,13 @@
 // permute and transpose: every axis order of rank 3 and 4 (odd sizes) against
-// a CPU gather, gradients by finite differences, i32, views, and bad orders.
+// a CPU gather, gradients by finite differences, i32, half tensors, views,
+// and bad orders.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <numeric>
 
+#include <vktower/runtime/graph/half.h>
+#include <vktower/runtime/graph/ops/cast.h>
 #include <vktower/runtime/graph/ops/shape_ops.h>
 
 #include "../test_support.h"
@@ -118,4 +121,55 @@ TEST_CASE("permute refuses an order that is not one of the tensor's axes each on
              }),
              Contains("axis -1 appears twice in (0, 2, -1)"));
   CHECK_THAT(vkt::test::error_of([&] { vkt::permute(x, {0, 1, 3}); }), Contains("3"));
+}
+
+TEST_CASE(
+    "permute moves half tensors whose last axis stays last and is even, word by word, "
+    "forward and gradient, and names the fix otherwise",
+    "[permute]") {
+  // [B, H, T, Dh] -> [B, T, H, Dh] with Dh 2 (the one-word kernel) and 8
+  // (four words an invocation), and [B, T, 3, H, Dh] -> [3, B, H, T, Dh].
+  const std::vector<std::pair<Shape, std::vector<int>>> cases = {
+      {Shape{2, 3, 5, 2}, {0, 2, 1, 3}},
+      {Shape{2, 2, 3, 8}, {0, 2, 1, 3}},
+      {Shape{2, 3, 3, 2, 6}, {2, 0, 3, 1, 4}}};
+  for (const vkt::DType half : {vkt::DType::F16, vkt::DType::BF16}) {
+    for (const auto& [shape, perm] : cases) {
+      INFO(vkt::to_string(half) << " " << shape.str());
+      vkt::Graph g(vkt::test::shared_device());
+      const Tensor x = g.input("x", shape);
+      const Tensor y = vkt::permute(vkt::cast(x, half), perm);
+      CHECK(y.dtype() == half);
+      const Tensor c = g.input("c", y.shape());
+      const Tensor yf = vkt::cast(y, vkt::DType::F32);
+      const Tensor dx = vkt::gradients(vkt::reduce_sum(yf * c), {x})[0].dense;
+      vkt::Executor exec(g, {yf, dx});
+      const std::vector<float> xv = vkt::test::random_floats(shape.elements(), 31, -3.0f, 3.0f);
+      const std::vector<float> cv = vkt::test::random_floats(shape.elements(), 32, -3.0f, 3.0f);
+      exec.feed("x", xv);
+      exec.feed("c", cv);
+      exec.run();
+      const auto rounded = [&](const std::vector<float>& v) {
+        return vkt::from_half(vkt::to_half(v, half), half);
+      };
+      // Every element rounded once and moved: the CPU gather of the rounded x.
+      CHECK(exec.read(yf) == permuted(rounded(xv), shape, perm));
+      // dx is c rounded, moved back by the inverse order.
+      std::vector<int> inverse(perm.size());
+      for (std::size_t k = 0; k < perm.size(); ++k) inverse[perm[k]] = static_cast<int>(k);
+      CHECK(exec.read(dx) == permuted(rounded(cv), y.shape(), inverse));
+    }
+  }
+  vkt::Graph g(vkt::test::shared_device());
+  const Tensor odd = vkt::cast(g.input("odd", {2, 3, 5}), vkt::DType::F16);
+  CHECK_THAT(
+      vkt::test::error_of([&] {
+        vkt::permute(odd, {1, 0, 2});
+      }),
+      Contains("f16") && Contains("last axis kept last and of even size") && Contains("vkt::cast"));
+  const Tensor even = vkt::cast(g.input("even", {2, 3, 4}), vkt::DType::BF16);
+  CHECK_THAT(vkt::test::error_of([&] {
+               vkt::permute(even, {0, 2, 1});
+             }),
+             Contains("bf16") && Contains("last axis kept last"));
 }

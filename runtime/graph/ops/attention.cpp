@@ -115,12 +115,14 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
       // half, but for its rounding of the probabilities). The composed path
       // below takes the policy through its two products. Where products take
       // half tensors (GPUs) q, k and v are stored in half, which the kernels
-      // widen as they read them and the backward pass keeps at half the
-      // bytes; on the texel kernel's devices they are rounded in place.
+      // widen as they read them, and the result is written in half (the
+      // backward pass keeps all four at half the bytes); the f32 result is
+      // that tensor widened, which the next product's cast undoes. On the
+      // texel kernel's devices they are rounded in place.
       if (const DType half = compute_dtype(g.options().precision); is_half(half)) {
-        return round_to_half(ops_detail::fused_attention(policy_operand(q), policy_operand(k),
-                                                         policy_operand(v), fused, *tile),
-                             half);
+        const Tensor y = ops_detail::fused_attention(policy_operand(q), policy_operand(k),
+                                                     policy_operand(v), fused, *tile);
+        return is_half(y.dtype()) ? cast(y, DType::F32) : round_to_half(y, half);
       }
       return ops_detail::fused_attention(q, k, v, fused, *tile);
     }

@@ -58,7 +58,21 @@ Tensor cast(const Tensor& x, DType dtype) {
         x.name(), to_string(x.dtype()), to_string(dtype)));
   }
   if (x.dtype() == dtype) return x;
+  // Widening is exact, so rounding a widened half tensor back gives its own bits.
+  if (const std::optional<Tensor> h = widened_from(x); h && h->dtype() == dtype) return *h;
   return x.graph().add_node(std::make_unique<CastOp>(dtype), {x}, x.shape(), dtype);
+}
+
+std::optional<Tensor> widened_from(const Tensor& x) {
+  if (!x.valid() || x.dtype() != DType::F32) return std::nullopt;
+  const Graph& g = x.graph();
+  const TensorInfo& info = g.info(x);
+  if (info.kind != TensorKind::Op) return std::nullopt;
+  const Node& producer = g.nodes()[info.node];
+  if (producer.op->type() != "cast" || !is_half(producer.inputs.front().dtype())) {
+    return std::nullopt;
+  }
+  return producer.inputs.front();
 }
 
 Tensor policy_operand(const Tensor& x) {

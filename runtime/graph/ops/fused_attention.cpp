@@ -1,8 +1,8 @@
 // Fused attention (shaders/attention_fwd.comp, attention_bwd_q.comp,
 // attention_bwd_kv.comp). An op has one output, so the forward writes one flat
 // tensor holding the result and each query's log-sum-exp after it; the result
-// is a view on its front (slice_rows, reshape), and the backward kernels read
-// both parts. Likewise dk and dv are the two halves of one output.
+// is a view on its front (AttentionResultOp), whose gradient runs the backward
+// kernels on both parts. Likewise dk and dv are the two halves of one output.
 #include "fused_attention.h"
 
 #include <fmt/format.h>
@@ -63,8 +63,9 @@ class AttentionKernelOp : public Op {
   bool takes_half() const override { return true; }
 
  protected:
+  /// `qkv` and `o`: the types of q, k and v and of the result (and its gradient).
   void dispatch(RecordContext& ctx, const char* shader, std::span<const BufferRange> buffers,
-                const Geometry& g, std::uint32_t rows, DType qkv) const {
+                const Geometry& g, std::uint32_t rows, DType qkv, DType o) const {
     const bool drop = ctx.training() && params_.dropout > 0.0f;
     const double threshold = std::ldexp(static_cast<double>(params_.dropout), 32);
     const AttentionPush push{
@@ -79,7 +80,8 @@ class AttentionKernelOp : public Op {
     const Kernel& kernel =
         ctx.device().kernel({.shader = shader,
                              .constants = {SpecConstant::u32(0, g.d), SpecConstant::u32(1, tile_),
-                                           SpecConstant::u32(2, float_type_code(qkv))}});
+                                           SpecConstant::u32(2, float_type_code(qkv)),
+                                           SpecConstant::u32(3, float_type_code(o))}});
     ctx.stream().dispatch(kernel, buffers, std::as_bytes(std::span(&push, 1)),
                           Groups{(rows + kRows - 1) / kRows, g.matrices, 1});
   }
@@ -99,7 +101,8 @@ std::vector<BufferRange> buffers(RecordContext& ctx, std::span<const Tensor> in,
 
 /// A gradient kernel: q's (attention_bwd_q.comp, over blocks of queries), or
 /// k's and v's one after the other in one flat output (attention_bwd_kv.comp,
-/// over blocks of keys). Inputs q, k, v, the forward's output and its gradient.
+/// over blocks of keys). Inputs q, k, v, the forward's flat output and the
+/// result's gradient (of the result's type).
 class AttentionGradOp final : public AttentionKernelOp {
  public:
   AttentionGradOp(FusedAttentionParams params, std::uint32_t tile, bool kv)
@@ -108,7 +111,8 @@ class AttentionGradOp final : public AttentionKernelOp {
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const Geometry g = geometry(in[0].shape(), in[1].shape());
     dispatch(ctx, kv_ ? "attention_bwd_kv" : "attention_bwd_q",
-             buffers(ctx, in, {in[3], in[4], out}), g, kv_ ? g.tk : g.tq, in[0].dtype());
+             buffers(ctx, in, {in[3], in[4], out}), g, kv_ ? g.tk : g.tq, in[0].dtype(),
+             in[3].dtype());
   }
   std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor&,
                                  const Tensor&) const override {
@@ -120,31 +124,54 @@ class AttentionGradOp final : public AttentionKernelOp {
 };
 
 /// The forward (attention_fwd.comp): inputs q, k, v; output the result
-/// followed by each query's log-sum-exp, flat.
+/// followed by each query's log-sum-exp, flat (attention.glsl's lse_word), of
+/// the result's type. Its gradient is AttentionResultOp's.
 class FusedAttentionOp final : public AttentionKernelOp {
  public:
   using AttentionKernelOp::AttentionKernelOp;
   std::string type() const override { return "fused_attention"; }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const Geometry g = geometry(in[0].shape(), in[1].shape());
-    dispatch(ctx, "attention_fwd", buffers(ctx, in, {out}), g, g.tq, in[0].dtype());
+    dispatch(ctx, "attention_fwd", buffers(ctx, in, {out}), g, g.tq, in[0].dtype(), out.dtype());
   }
+  std::vector<Gradient> gradient(std::span<const Tensor>, const Tensor&,
+                                 const Tensor&) const override {
+    throw Error("internal: fused_attention's flat output is read only through its result");
+  }
+};
+
+/// The result: a view on the front of the flat output (input 0), which also
+/// takes q, k and v so that its gradient can run the backward kernels, on dy
+/// itself (no copy of it padded to the flat output's size).
+class AttentionResultOp final : public Op {
+ public:
+  AttentionResultOp(FusedAttentionParams params, std::uint32_t tile)
+      : params_(params), tile_(tile) {}
+  std::string type() const override { return "fused_attention_result"; }
+  void record(RecordContext&, std::span<const Tensor>, const Tensor&) const override {}
+  std::optional<std::size_t> view_offset() const override { return 0; }
+  bool takes_half() const override { return true; }
   std::vector<Gradient> gradient(std::span<const Tensor> in, const Tensor& out,
                                  const Tensor& dy) const override {
     Graph& graph = out.graph();
-    const Shape kv = in[1].shape();
+    const Tensor &flat = in[0], &q = in[1], &k = in[2], &v = in[3];
+    const Tensor d_out = dy.dtype() == out.dtype() ? dy : cast(dy, out.dtype());
+    const std::int64_t n = k.shape().elements();
     const Tensor dq = graph.add_node(std::make_unique<AttentionGradOp>(params_, tile_, false),
-                                     {in[0], in[1], in[2], out, dy}, in[0].shape());
-    const std::int64_t n = kv.elements();
+                                     {q, k, v, flat, d_out}, q.shape());
     const Tensor dkv = graph.add_node(std::make_unique<AttentionGradOp>(params_, tile_, true),
-                                      {in[0], in[1], in[2], out, dy}, Shape{2 * n});
+                                      {q, k, v, flat, d_out}, Shape{2 * n});
     // The kernels sum in f32; a half input's gradient is of its type, so
     // that the cast before it gives the rounded gradient round_to_half would.
-    const auto of_input_type = [&](const Tensor& d) { return cast(d, in[0].dtype()); };
-    return {Gradient{of_input_type(dq)},
-            Gradient{of_input_type(reshape(slice_rows(dkv, 0, n), kv))},
-            Gradient{of_input_type(reshape(slice_rows(dkv, n, n), kv))}};
+    const auto of_input_type = [&](const Tensor& d) { return cast(d, q.dtype()); };
+    return {Gradient{}, Gradient{of_input_type(dq)},
+            Gradient{of_input_type(reshape(slice_rows(dkv, 0, n), k.shape()))},
+            Gradient{of_input_type(reshape(slice_rows(dkv, n, n), k.shape()))}};
   }
+
+ private:
+  FusedAttentionParams params_;
+  std::uint32_t tile_;
 };
 
 }  // namespace
@@ -170,9 +197,14 @@ Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v,
   const Shape sq = q.shape();
   const Geometry g = geometry(sq, k.shape());
   const std::int64_t rows = std::int64_t{g.matrices} * g.tq;
-  const Tensor packed = q.graph().add_node(std::make_unique<FusedAttentionOp>(params, tile),
-                                           {q, k, v}, Shape{rows * g.d + rows});
-  return reshape(slice_rows(packed, 0, rows * g.d), sq);
+  // Half q, k and v give a half result (two to a word: D even), as autocast's
+  // attention does; L stays f32, in the words after it.
+  const DType o = is_half(q.dtype()) && g.d % 2 == 0 ? q.dtype() : DType::F32;
+  const std::int64_t lse = o == DType::F32 ? rows : 2 * rows;  // L in o's elements
+  const Tensor flat = q.graph().add_node(std::make_unique<FusedAttentionOp>(params, tile),
+                                         {q, k, v}, Shape{rows * g.d + lse}, o);
+  return q.graph().add_node(std::make_unique<AttentionResultOp>(params, tile), {flat, q, k, v}, sq,
+                            o);
 }
 
 }  // namespace vkt::ops_detail

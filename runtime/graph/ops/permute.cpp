@@ -1,5 +1,6 @@
-// permute and transpose (shaders/permute.comp): one gather per element. The
-// gradient is the inverse permutation applied to dy.
+// permute and transpose (shaders/permute.comp): one gather per 32-bit word.
+// The gradient is the inverse permutation applied to dy. A half tensor whose
+// last axis stays last and is even is permuted as the words holding its pairs.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -20,13 +21,30 @@ struct PermutePush {
   std::uint32_t n;
 };
 
+/// Whether permute moves whole words of a half tensor of shape `s`: two
+/// elements of its last axis, which stays last.
+bool moves_half_pairs(const Shape& s, const std::vector<int>& perm) {
+  return perm.back() == s.rank() - 1 && s[s.rank() - 1] % 2 == 0;
+}
+
+/// `s` counted in words: the last axis halved for a half tensor.
+Shape in_words(const Shape& s, DType dtype) {
+  if (!is_half(dtype)) return s;
+  std::vector<std::int64_t> dims = s.dims();
+  dims.back() /= 2;
+  return Shape(std::move(dims));
+}
+
 class PermuteOp final : public Op {
  public:
   explicit PermuteOp(std::vector<int> perm) : perm_(std::move(perm)) {}
   std::string type() const override { return "permute"; }
+  /// permute() admits a half tensor only where it moves whole words.
+  bool takes_half() const override { return true; }
 
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
-    const Shape& s = in[0].shape();
+    const Shape s = in_words(in[0].shape(), in[0].dtype());
+    const Shape out_shape = in_words(out.shape(), out.dtype());
     const int rank = s.rank();
     std::vector<std::uint32_t> strides(static_cast<std::size_t>(rank), 1);
     for (int k = rank - 2; k >= 0; --k) {
@@ -45,11 +63,11 @@ class PermuteOp final : public Op {
       const int axis = real ? perm_[static_cast<std::size_t>(k - pad)] : 0;
       desc.constants.push_back(
           SpecConstant::u32(static_cast<std::uint32_t>(1 + k),
-                            real ? static_cast<std::uint32_t>(out.shape()[k - pad]) : 1u));
+                            real ? static_cast<std::uint32_t>(out_shape[k - pad]) : 1u));
       desc.constants.push_back(SpecConstant::u32(
           static_cast<std::uint32_t>(7 + k), real ? strides[static_cast<std::size_t>(axis)] : 0u));
     }
-    const PermutePush push{static_cast<std::uint32_t>(out.shape().elements())};
+    const PermutePush push{static_cast<std::uint32_t>(out_shape.elements())};
     ops_detail::dispatch_1d(ctx, ctx.device().kernel(desc), {ctx.buffer(in[0]), ctx.buffer(out)},
                             push, push.n / (vec4 ? 4 : 1));
   }
@@ -88,6 +106,14 @@ Tensor permute(const Tensor& x, const std::vector<int>& perm) {
     }
     seen[static_cast<std::size_t>(axis)] = true;
     axes[k] = axis;
+  }
+  if (x.dtype() == DType::F16 || x.dtype() == DType::BF16) {
+    if (!moves_half_pairs(s, axes)) {
+      throw Error(fmt::format(
+          "{}: a {} tensor permutes only with its last axis kept last and of even size; cast it "
+          "to f32 first (vkt::cast(x, vkt::DType::F32))",
+          what, to_string(x.dtype())));
+    }
   }
   if (s.elements() > std::numeric_limits<std::uint32_t>::max()) {
     throw Error(

@@ -18,7 +18,8 @@ Tensor reshape(const Tensor& x, const Shape& shape);
 Tensor flatten(const Tensor& x);
 
 /// x with its axes reordered: output axis k is x's axis perm[k] (negative
-/// counts from the end; each axis once). f32 or i32. A copy, except where only
+/// counts from the end; each axis once). f32 or i32, or f16 and bf16 where the
+/// last axis stays last and is even (whole words move). A copy, except where only
 /// axes of size 1 move (then a reshape, no copy). The gradient is the inverse
 /// permutation of dy.
 ///

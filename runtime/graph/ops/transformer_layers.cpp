@@ -3,9 +3,12 @@
 // norm, GELU): GPT-2's pre-LayerNorm block.
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "../../vulkan/error.h"
 #include "../graph.h"
 #include "attention.h"
+#include "cast.h"
 #include "dropout.h"
 #include "elementwise.h"
 #include "layers.h"
@@ -41,7 +44,13 @@ Tensor multi_head_attention(const Tensor& x, int heads, const AttentionLayerOpti
   const Tensor y = scaled_dot_product_attention(
       to_heads(qkv[0]), to_heads(qkv[1]), to_heads(qkv[2]),
       {.causal = options.causal, .dropout = options.attention_dropout, .kernel = options.kernel});
-  const Tensor merged = reshape(permute(y, {0, 2, 1, 3}), Shape{b, t, d});
+  // Heads back in place; a result the precision policy holds in half moves
+  // as half (the output projection's cast to it is then that tensor itself).
+  const auto merge = [&](const Tensor& heads_first) {
+    return reshape(permute(heads_first, {0, 2, 1, 3}), Shape{b, t, d});
+  };
+  const std::optional<Tensor> y_half = widened_from(y);
+  const Tensor merged = y_half && dh % 2 == 0 ? cast(merge(*y_half), DType::F32) : merge(y);
   return dense(merged, d, Activation::None, name + "/out");
 }
 

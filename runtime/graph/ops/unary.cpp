@@ -65,12 +65,7 @@ std::optional<Tensor> policy_half_copy(const Tensor& t) {
   if (!is_half(half) || t.dtype() != DType::F32) return std::nullopt;
   // t widened exactly from a half tensor (policy_round's, a half product's):
   // that tensor is the copy.
-  if (const TensorInfo& info = g.info(t); info.kind == TensorKind::Op) {
-    const Node& producer = g.nodes()[info.node];
-    if (producer.op->type() == "cast" && producer.inputs.front().dtype() == half) {
-      return producer.inputs.front();
-    }
-  }
+  if (const std::optional<Tensor> h = widened_from(t); h && h->dtype() == half) return h;
   const char* round = name_of(half == DType::F16 ? UnaryKind::RoundF16 : UnaryKind::RoundBF16);
   for (const Node& node : g.nodes()) {
     if (node.inputs.empty() || node.inputs.front() != t) continue;
