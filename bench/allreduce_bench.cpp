@@ -1,6 +1,8 @@
 // vkt-bench-allreduce: the process group's allreduce_sum on the mapped memory
 // of a Vulkan buffer (what the cross-process exchange runs on) next to a plain
-// MPI_Allreduce(MPI_SUM) of a host buffer of the same size, in the same run.
+// MPI_Allreduce(MPI_SUM) of a host buffer of the same size, in the same run,
+// and the half exchange of the same floats (--exchange-dtype bf16 between
+// processes: rounded to bf16 on the host, half the bytes summed, widened back).
 //   mpirun -np 2 build/bench/vkt-bench-allreduce
 // Bus bandwidth (NCCL's convention): 2 (P-1)/P * bytes / time, the bytes each
 // rank must send and receive in any allreduce. Rank 0 prints medians.
@@ -10,8 +12,11 @@
 #include <CLI/CLI.hpp>
 #include "bench_util.h"
 
+#include <vktower/runtime/graph/half.h>
 #include <vktower/runtime/mpi/process_group.h>
 #include <vktower/vktower.h>
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <span>
 #include <vector>
@@ -73,6 +78,14 @@ int main(int argc, char** argv) {
                       MPI_COMM_WORLD);
       });
       const double t_vkt = timed(reps, [&] { world.allreduce_sum(mapped, "bench"); });
+      // What ProcessExchange does for a half exchange, rounding and widening included.
+      const vkt::HalfFormat bf16{"bf16", vkt::bf16_to_f32, vkt::f32_to_bf16};
+      std::vector<std::uint16_t> packed(n);
+      const double t_half = timed(reps, [&] {
+        std::transform(mapped.begin(), mapped.end(), packed.begin(), bf16.round);
+        world.allreduce_sum(std::span<std::uint16_t>(packed), bf16, "bench half");
+        std::transform(packed.begin(), packed.end(), mapped.begin(), bf16.widen);
+      });
       const double bus = 2.0 * (ranks - 1) / ranks * static_cast<double>(bytes) / 1e9;
       if (print) {
         fmt::print(
@@ -80,6 +93,11 @@ int main(int argc, char** argv) {
             "({:7.2f} ms)\n",
             mib, bus / t_mpi, t_mpi * 1e3, bus / t_vkt, t_vkt * 1e3);
         fmt::print("allreduce_vs_mpi_ratio_{}mib={:.2f}\n", mib, t_mpi / t_vkt);
+        fmt::print(
+            "{:>3} MiB of floats exchanged as bf16: {:7.2f} ms (rounding and widening "
+            "included)\n",
+            mib, t_half * 1e3);
+        fmt::print("allreduce_bf16_vs_f32_speed_ratio_{}mib={:.2f}\n", mib, t_vkt / t_half);
       }
     }
     return 0;

@@ -66,8 +66,9 @@ inline void add_sample_flags(CLI::App& app, SampleFlags& flags, const char* seed
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "dynamic", "off"}));
   app.add_option("--exchange-dtype", flags.exchange_dtype,
-                 "fp32|fp16|bf16: the type gradients travel in between towers (half the bytes "
-                 "in fp16 or bf16, summed in f32; as PyTorch DDP's fp16 compression hook)")
+                 "fp32|fp16|bf16: the type gradients travel in between towers and between "
+                 "processes (half the bytes in fp16 or bf16, summed in f32; as PyTorch DDP's "
+                 "fp16 compression hook)")
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   app.add_option("--weight-copy-dtype", flags.weight_copy_dtype,

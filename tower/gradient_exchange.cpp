@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "../runtime/graph/graph.h"
+#include "../runtime/graph/half.h"
 #include "overlapped_exchange.h"
 #include "process_exchange.h"
 #include "towers.h"
@@ -40,7 +41,7 @@ GradientBuckets plan_gradient_buckets(const std::vector<Tensor>& gradients,
 GradientExchange::GradientExchange(const std::vector<GradientDestination>& destinations,
                                    const std::vector<SparseRows>& sparse, int buckets,
                                    std::size_t towers, int accumulate_steps, DType exchange)
-    : buckets_(buckets) {
+    : buckets_(buckets), exchange_(exchange) {
   for (const GradientDestination& d : destinations) {
     reducers_.push_back(d.sum.buffer == nullptr
                             ? nullptr
@@ -79,8 +80,11 @@ void GradientExchange::join(ProcessGroup& processes, std::vector<BufferRange> ga
     }
   }
   for (const BufferRange& r : gathered) blocks.push_back(part(r));
-  processes_ =
-      std::make_unique<ProcessExchange>(processes, std::move(sums), std::move(blocks), chunk_bytes);
+  std::optional<HalfFormat> half;
+  if (exchange_ == DType::F16) half = HalfFormat{"f16", f16_to_f32, f32_to_f16};
+  if (exchange_ == DType::BF16) half = HalfFormat{"bf16", bf16_to_f32, f32_to_bf16};
+  processes_ = std::make_unique<ProcessExchange>(processes, std::move(sums), std::move(blocks),
+                                                 chunk_bytes, half);
   if (overlaps) {
     overlap_ = std::make_unique<OverlappedExchange>(*processes_);
     reducers_.front()->on_summed([overlap = overlap_.get()](int bucket, const Ticket& ready) {

@@ -11,11 +11,13 @@
 namespace vkt {
 
 ProcessExchange::ProcessExchange(ProcessGroup& processes, std::vector<Part> sums,
-                                 std::vector<Part> blocks, std::size_t chunk_bytes)
+                                 std::vector<Part> blocks, std::size_t chunk_bytes,
+                                 std::optional<HalfFormat> half)
     : processes_(processes),
       sums_(std::move(sums)),
       blocks_(std::move(blocks)),
-      chunk_bytes_(chunk_bytes - chunk_bytes % 4) {
+      chunk_bytes_(chunk_bytes - chunk_bytes % 4),
+      half_(half) {
   if (chunk_bytes_ == 0) throw Error("ProcessExchange: the chunk must hold at least one float");
   const auto size = static_cast<std::size_t>(processes_.size());
   for (const Part& p : sums_) {
@@ -118,10 +120,28 @@ Ticket ProcessExchange::sum(std::size_t k, std::span<const Ticket> ready, const 
       down[c + 1] = s.down[c + 1].submit(before);
     }
     down[c].wait();
-    processes_.allreduce_sum(floats(s.down[c].host()), label);
+    allreduce(floats(s.down[c].host()), label);
     up[c] = s.up[c].submit();
   }
   return up.back();  // one queue: the last upload follows the others
+}
+
+void ProcessExchange::allreduce(std::span<float> values, const std::string& what) {
+  if (!half_) {
+    processes_.allreduce_sum(values, what);
+    return;
+  }
+  // A mapped part is one chunk of any size: packed a staging chunk's worth at
+  // a time, so the host holds no second copy of a large model's gradients.
+  const std::size_t piece = std::max<std::size_t>(1, chunk_bytes_ / sizeof(float));
+  packed_.resize(std::min(piece, values.size()));
+  for (std::size_t begin = 0; begin < values.size(); begin += piece) {
+    const std::span<float> part = values.subspan(begin, std::min(piece, values.size() - begin));
+    const std::span<std::uint16_t> packed(packed_.data(), part.size());
+    std::transform(part.begin(), part.end(), packed.begin(), half_->round);
+    processes_.allreduce_sum(packed, *half_, what);
+    std::transform(packed.begin(), packed.end(), part.begin(), half_->widen);
+  }
 }
 
 void ProcessExchange::gather(Gathered& part, const std::string& what) {

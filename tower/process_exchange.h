@@ -3,16 +3,16 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "../runtime/mpi/process_group.h"
 #include "../runtime/vulkan/buffer.h"
 #include "../runtime/vulkan/staged_range.h"
 #include "../runtime/vulkan/ticket.h"
 
 namespace vkt {
-
-class ProcessGroup;
 
 /// The second level of the hierarchical exchange: once each process has summed
 /// its own towers' gradients on its consolidation device, the sums are summed
@@ -23,6 +23,9 @@ class ProcessGroup;
 /// mapped memory itself; elsewhere chunk by chunk through two staging buffers,
 /// the next chunk's download running on the device while the host exchanges
 /// the current one, so a large model needs no second full-size host buffer.
+/// With a half format (ReplicateOptions::exchange_dtype) each process rounds
+/// its sums to it on the host, half the bytes travel between the processes,
+/// and every rank widens the same rounded total (ProcessGroup's half sum).
 ///
 ///   vkt::ProcessExchange exchange(world, {{&arena, 0, dense_bytes}}, {});
 ///   std::vector<vkt::Ticket> done = exchange.run(summed, "step 7");
@@ -37,9 +40,11 @@ class ProcessExchange {
   };
   /// `sums`: f32 ranges summed over the processes. `blocks`: ranges made of
   /// processes.size() equal blocks, this rank's block (rank() * bytes / size()
-  /// in) written by this process; the others' blocks are filled in.
+  /// in) written by this process; the others' blocks are filled in. `half`:
+  /// the format the sums travel in (none: f32).
   ProcessExchange(ProcessGroup& processes, std::vector<Part> sums, std::vector<Part> blocks,
-                  std::size_t chunk_bytes = std::size_t{16} << 20);
+                  std::size_t chunk_bytes = std::size_t{16} << 20,
+                  std::optional<HalfFormat> half = std::nullopt);
 
   /// Exchanges once `ready` (the work writing the parts, tickets of the parts'
   /// devices) completes. Collective: every rank calls it once per step; `what`
@@ -74,13 +79,17 @@ class ProcessExchange {
   };
   Gathered build_gathered(const Part& part) const;
   void gather(Gathered& part, const std::string& what);
+  /// `values` summed over the processes in place, in f32 or through half_.
+  void allreduce(std::span<float> values, const std::string& what);
 
   ProcessGroup& processes_;
   std::vector<Part> sums_;
   std::vector<Part> blocks_;
   std::size_t chunk_bytes_;
-  std::vector<Staged> staged_;      // per summed part
-  std::vector<Gathered> gathered_;  // per gathered part
+  std::optional<HalfFormat> half_;
+  std::vector<std::uint16_t> packed_;  // a half sum's values on the host, a chunk at a time
+  std::vector<Staged> staged_;         // per summed part
+  std::vector<Gathered> gathered_;     // per gathered part
 };
 
 }  // namespace vkt

@@ -99,8 +99,10 @@ struct ReplicateOptions {
   /// gradients (already divided by the tower count: each tower's loss is)
   /// to the half type on its own device; the sum widens them exactly and adds
   /// in f32, in tower order, so runs stay bit-identical. Only gradients that
-  /// travel are rounded: one tower without loss scaling keeps f32. Sparse
-  /// rows, and the sums between processes, stay f32.
+  /// travel are rounded: one tower without loss scaling keeps f32. Between
+  /// processes too: each rounds its towers' sum to the half type, half the
+  /// bytes travel, and the ranks' values are added in f32 in rank order and
+  /// rounded once (the same bits on every rank). Sparse rows stay f32.
   DType exchange_dtype = DType::F32;
   /// The type the new weights travel in from the consolidation device to
   /// the towers (the samples' --weight-copy-dtype): F32, or F16 / BF16, half

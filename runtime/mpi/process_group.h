@@ -3,12 +3,22 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace vkt {
+
+/// A 16-bit floating-point format that sums over processes may travel in
+/// (f16, bf16): how one of its values widens to f32 (exactly) and how an f32
+/// rounds to it.
+struct HalfFormat {
+  const char* name;
+  float (*widen)(std::uint16_t bits);
+  std::uint16_t (*round)(float value);
+};
 
 /// The processes of one training job (torch.distributed's process group,
 /// Horovod's world): one per host, each with its own towers. Every member is a
@@ -37,6 +47,13 @@ class ProcessGroup {
   /// second copy of `data`. `data` may be mapped device memory.
   virtual void allreduce_sum(std::span<float> data, std::string_view what) = 0;
   virtual void allreduce_sum(std::span<double> data, std::string_view what) = 0;
+  /// Sums half values `data` (of `format`) over the ranks, in place: every
+  /// rank's values widened, added in f32 in rank order, the sum rounded to
+  /// `format` once (an overflow is an infinity), the same bits on every rank
+  /// whichever way the chunks travel. Half the bytes of an f32 sum travel, as
+  /// with PyTorch DDP's fp16 compression hook (whose sums are half throughout).
+  virtual void allreduce_sum(std::span<std::uint16_t> data, const HalfFormat& format,
+                             std::string_view what) = 0;
   /// Every rank's `mine` (the same size on every rank) into `all`, in rank
   /// order: `all` holds size() * mine.size() bytes; `mine` may be `all`'s own
   /// slot (rank() * mine.size() bytes in).
@@ -51,6 +68,10 @@ class ProcessGroup {
   /// Every rank's bytes (any length) on rank 0, in rank order; empty on the others.
   virtual std::vector<std::vector<std::byte>> gather(std::span<const std::byte> mine,
                                                      std::string_view what) = 0;
+
+  /// The bytes this process has sent to the other ranks so far, every
+  /// collective's together.
+  virtual std::uint64_t bytes_sent() const = 0;
 
   /// How long a collective may wait for the other ranks (default 60 s).
   std::chrono::milliseconds timeout() const { return timeout_; }

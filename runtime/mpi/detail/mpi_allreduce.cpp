@@ -1,5 +1,6 @@
 // allreduce_sum: reduce-scatter then allgather, per chunk, summing in rank order.
 #include <algorithm>
+#include <cstdint>
 
 #include "mpi_process_group.h"
 
@@ -31,6 +32,32 @@ void sum_in_rank_order(const std::vector<const T*>& in, T* out, std::size_t n) {
     std::copy(acc, acc + m, out + begin);
   }
 }
+
+// The half values in[0][i], in[1][i], ... widened, summed in f32 in rank order
+// and rounded once: the same bits whichever rank computes them.
+void sum_half_in_rank_order(const std::vector<const std::uint16_t*>& in, std::uint16_t* out,
+                            std::size_t n, const HalfFormat& format) {
+  constexpr std::size_t kBlock = 512;
+  float acc[kBlock];
+  for (std::size_t begin = 0; begin < n; begin += kBlock) {
+    const std::size_t m = std::min(kBlock, n - begin);
+    const std::uint16_t* first = in[0] + begin;
+    for (std::size_t i = 0; i < m; ++i) acc[i] = format.widen(first[i]);
+    for (std::size_t k = 1; k < in.size(); ++k) {
+      const std::uint16_t* next = in[k] + begin;
+      for (std::size_t i = 0; i < m; ++i) acc[i] += format.widen(next[i]);
+    }
+    for (std::size_t i = 0; i < m; ++i) out[begin + i] = format.round(acc[i]);
+  }
+}
+
+// The plain sum of floats or doubles.
+struct PlainSum {
+  template <typename T>
+  void operator()(const std::vector<const T*>& in, T* out, std::size_t n) const {
+    sum_in_rank_order(in, out, n);
+  }
+};
 
 // The slot of rank `peer`'s copy in scratch: one per other rank.
 std::size_t slot_of(int peer, int rank) {
@@ -75,8 +102,8 @@ void MpiProcessGroup::post_reduce(MpiExchange& exchange, std::span<T> chunk) {
   }
 }
 
-template <typename T>
-void MpiProcessGroup::sum_my_slice(std::span<T> chunk) {
+template <typename T, typename Sum>
+void MpiProcessGroup::sum_my_slice(std::span<T> chunk, const Sum& sum) {
   const std::size_t n = chunk.size();
   const std::size_t my_begin = slice_begin(n, rank_, size_);
   const std::size_t my_size = slice_begin(n, rank_ + 1, size_) - my_begin;
@@ -87,7 +114,7 @@ void MpiProcessGroup::sum_my_slice(std::span<T> chunk) {
   for (int k = 0; k < size_; ++k) {
     in[static_cast<std::size_t>(k)] = k == rank_ ? mine : scratch + slot_of(k, rank_) * my_size;
   }
-  sum_in_rank_order(in, mine, my_size);
+  sum(in, mine, my_size);
 }
 
 template <typename T>
@@ -107,8 +134,8 @@ void MpiProcessGroup::post_gather(MpiExchange& exchange, std::span<T> chunk) {
   }
 }
 
-template <typename T>
-void MpiProcessGroup::reduce_scatter(std::span<T> data, std::size_t chunk,
+template <typename T, typename Sum>
+void MpiProcessGroup::reduce_scatter(std::span<T> data, std::size_t chunk, const Sum& sum,
                                      CollectiveDeadline& deadline) {
   const auto piece = [&](std::size_t begin) {
     return data.subspan(begin, std::min(chunk, data.size() - begin));
@@ -122,7 +149,7 @@ void MpiProcessGroup::reduce_scatter(std::span<T> data, std::size_t chunk,
   // chunk, not two. Both are in flight while the scratch is free again (chunk
   // c's sum is done) and they touch different chunks of `data`.
   for (std::size_t begin = 0; begin < data.size(); begin += chunk) {
-    sum_my_slice(piece(begin));
+    sum_my_slice(piece(begin), sum);
     MpiExchange exchange(comm_, deadline);
     post_gather(exchange, piece(begin));
     if (begin + chunk < data.size()) post_reduce(exchange, piece(begin + chunk));
@@ -130,8 +157,9 @@ void MpiProcessGroup::reduce_scatter(std::span<T> data, std::size_t chunk,
   }
 }
 
-template <typename T>
-void MpiProcessGroup::direct_chunk(std::span<T> chunk, CollectiveDeadline& deadline) {
+template <typename T, typename Sum>
+void MpiProcessGroup::direct_chunk(std::span<T> chunk, const Sum& sum,
+                                   CollectiveDeadline& deadline) {
   const std::size_t n = chunk.size();
   T* const scratch = reinterpret_cast<T*>(scratch_.data());
   {
@@ -148,11 +176,11 @@ void MpiProcessGroup::direct_chunk(std::span<T> chunk, CollectiveDeadline& deadl
   for (int k = 0; k < size_; ++k) {
     in[static_cast<std::size_t>(k)] = k == rank_ ? chunk.data() : scratch + slot_of(k, rank_) * n;
   }
-  sum_in_rank_order(in, chunk.data(), n);
+  sum(in, chunk.data(), n);
 }
 
-template <typename T>
-void MpiProcessGroup::allreduce(std::span<T> data, std::string_view what) {
+template <typename T, typename Sum>
+void MpiProcessGroup::allreduce(std::span<T> data, const Sum& sum, std::string_view what) {
   collective(what, [&](CollectiveDeadline& deadline) {
     if (data.empty() || size_ == 1) return;
     const std::size_t chunk = std::max<std::size_t>(1, chunk_bytes_ / sizeof(T));
@@ -168,21 +196,32 @@ void MpiProcessGroup::allreduce(std::span<T> data, std::string_view what) {
       scratch_.resize((scratch_bytes + sizeof(double) - 1) / sizeof(double));
     }
     if (!whole_chunks) {
-      reduce_scatter(data, chunk, deadline);
+      reduce_scatter(data, chunk, sum, deadline);
       return;
     }
     for (std::size_t begin = 0; begin < data.size(); begin += chunk) {
-      direct_chunk(data.subspan(begin, std::min(chunk, data.size() - begin)), deadline);
+      direct_chunk(data.subspan(begin, std::min(chunk, data.size() - begin)), sum, deadline);
     }
   });
 }
 
 void MpiProcessGroup::allreduce_sum(std::span<float> data, std::string_view what) {
-  allreduce(data, what);
+  allreduce(data, PlainSum{}, what);
 }
 
 void MpiProcessGroup::allreduce_sum(std::span<double> data, std::string_view what) {
-  allreduce(data, what);
+  allreduce(data, PlainSum{}, what);
+}
+
+void MpiProcessGroup::allreduce_sum(std::span<std::uint16_t> data, const HalfFormat& format,
+                                    std::string_view what) {
+  // One rank alone still rounds nothing: its values are already of the format.
+  allreduce(
+      data,
+      [&format](const std::vector<const std::uint16_t*>& in, std::uint16_t* out, std::size_t n) {
+        sum_half_in_rank_order(in, out, n, format);
+      },
+      what);
 }
 
 }  // namespace vkt::detail

@@ -58,6 +58,7 @@ void MpiExchange::send(std::span<const std::byte> bytes, int peer, int tag) {
               "MPI_Isend", deadline_.what);
     requests_.push_back(request);
     messages_.push_back({peer, -1});
+    deadline_.sent_bytes += n;
     ++pending_;
     bytes = bytes.subspan(n);
   } while (!bytes.empty());

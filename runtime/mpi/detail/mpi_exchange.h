@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -25,6 +26,7 @@ struct CollectiveDeadline {
   MpiClock::time_point at;
   std::chrono::milliseconds timeout;
   MpiClock::duration paused{};
+  std::uint64_t sent_bytes = 0;  ///< what the collective's exchanges sent
 };
 
 /// vkt::Error "<what>: <call> failed: <MPI_Error_string>" unless rc is MPI_SUCCESS.

@@ -70,6 +70,7 @@ void MpiProcessGroup::collective(std::string_view what,
   CollectiveDeadline deadline{what, MpiClock::now() + timeout(), timeout()};
   try {
     body(deadline);
+    bytes_sent_ += deadline.sent_bytes;
   } catch (const std::exception& e) {  // vkt::Error, or std::bad_alloc for a peer's size
     broken_reason_ = e.what();
     mark_mpi_job_broken();

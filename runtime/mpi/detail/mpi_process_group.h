@@ -54,6 +54,9 @@ class MpiProcessGroup final : public ProcessGroup {
 
   void allreduce_sum(std::span<float> data, std::string_view what) override;
   void allreduce_sum(std::span<double> data, std::string_view what) override;
+  void allreduce_sum(std::span<std::uint16_t> data, const HalfFormat& format,
+                     std::string_view what) override;
+  std::uint64_t bytes_sent() const override { return bytes_sent_; }
   void allgather(std::span<const std::byte> mine, std::span<std::byte> all,
                  std::string_view what) override;
   std::vector<std::string> allgather(const std::string& mine, std::string_view what) override;
@@ -65,19 +68,21 @@ class MpiProcessGroup final : public ProcessGroup {
  private:
   // Runs `body` with the collective's deadline; a throw breaks the group.
   void collective(std::string_view what, const std::function<void(CollectiveDeadline&)>& body);
-  template <typename T>
-  void reduce_scatter(std::span<T> data, std::size_t chunk, CollectiveDeadline& deadline);
+  // `Sum` forms a slice's rank-order sum: sum(inputs in rank order, out, n).
+  template <typename T, typename Sum>
+  void reduce_scatter(std::span<T> data, std::size_t chunk, const Sum& sum,
+                      CollectiveDeadline& deadline);
   template <typename T>
   void post_reduce(MpiExchange& exchange, std::span<T> chunk);
-  template <typename T>
-  void sum_my_slice(std::span<T> chunk);
+  template <typename T, typename Sum>
+  void sum_my_slice(std::span<T> chunk, const Sum& sum);
   template <typename T>
   void post_gather(MpiExchange& exchange, std::span<T> chunk);
-  template <typename T>
-  void direct_chunk(std::span<T> chunk, CollectiveDeadline& deadline);
+  template <typename T, typename Sum>
+  void direct_chunk(std::span<T> chunk, const Sum& sum, CollectiveDeadline& deadline);
   bool direct(std::size_t chunk_bytes) const;
-  template <typename T>
-  void allreduce(std::span<T> data, std::string_view what);
+  template <typename T, typename Sum>
+  void allreduce(std::span<T> data, const Sum& sum, std::string_view what);
   std::vector<std::uint64_t> allgather_sizes(std::uint64_t mine, CollectiveDeadline& deadline);
   void check_root(int root, std::string_view what) const;
 
@@ -88,6 +93,7 @@ class MpiProcessGroup final : public ProcessGroup {
   AllreduceAlgorithm algorithm_;
   std::vector<double> scratch_;  // the other ranks' copies, one slot per other rank
   std::string broken_reason_;
+  std::uint64_t bytes_sent_ = 0;
 };
 
 /// Makes the process end the whole MPI job (MPI_Abort) rather than finalise
