@@ -79,12 +79,12 @@ int main(int argc, char** argv) {
       });
       const double t_vkt = timed(reps, [&] { world.allreduce_sum(mapped, "bench"); });
       // What ProcessExchange does for a half exchange, rounding and widening included.
-      const vkt::HalfFormat bf16{"bf16", vkt::bf16_to_f32, vkt::f32_to_bf16};
+      const vkt::HalfFormat bf16{"bf16", vkt::widen_bf16, vkt::round_to_bf16};
       std::vector<std::uint16_t> packed(n);
       const double t_half = timed(reps, [&] {
-        std::transform(mapped.begin(), mapped.end(), packed.begin(), bf16.round);
+        bf16.round(mapped, packed);
         world.allreduce_sum(std::span<std::uint16_t>(packed), bf16, "bench half");
-        std::transform(packed.begin(), packed.end(), mapped.begin(), bf16.widen);
+        bf16.widen(packed, mapped);
       });
       const double bus = 2.0 * (ranks - 1) / ranks * static_cast<double>(bytes) / 1e9;
       if (print) {

@@ -81,8 +81,8 @@ void GradientExchange::join(ProcessGroup& processes, std::vector<BufferRange> ga
   }
   for (const BufferRange& r : gathered) blocks.push_back(part(r));
   std::optional<HalfFormat> half;
-  if (exchange_ == DType::F16) half = HalfFormat{"f16", f16_to_f32, f32_to_f16};
-  if (exchange_ == DType::BF16) half = HalfFormat{"bf16", bf16_to_f32, f32_to_bf16};
+  if (exchange_ == DType::F16) half = HalfFormat{"f16", widen_f16, round_to_f16};
+  if (exchange_ == DType::BF16) half = HalfFormat{"bf16", widen_bf16, round_to_bf16};
   processes_ = std::make_unique<ProcessExchange>(processes, std::move(sums), std::move(blocks),
                                                  chunk_bytes, half);
   if (overlaps) {

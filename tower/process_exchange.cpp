@@ -138,9 +138,9 @@ void ProcessExchange::allreduce(std::span<float> values, const std::string& what
   for (std::size_t begin = 0; begin < values.size(); begin += piece) {
     const std::span<float> part = values.subspan(begin, std::min(piece, values.size() - begin));
     const std::span<std::uint16_t> packed(packed_.data(), part.size());
-    std::transform(part.begin(), part.end(), packed.begin(), half_->round);
+    half_->round(part, packed);
     processes_.allreduce_sum(packed, *half_, what);
-    std::transform(packed.begin(), packed.end(), part.begin(), half_->widen);
+    half_->widen(packed, part);
   }
 }
 

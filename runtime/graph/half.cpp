@@ -1,8 +1,9 @@
 #include "half.h"
 
 #include <fmt/format.h>
-#include <bit>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include "../vulkan/error.h"
@@ -56,12 +57,64 @@ float bf16_to_f32(std::uint16_t bits) {
   return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
 }
 
+// The span versions: every case computed, the right one selected.
+
+void round_to_f16(std::span<const float> in, std::span<std::uint16_t> out) {
+  const std::size_t n = std::min(in.size(), out.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto x = std::bit_cast<std::uint32_t>(in[i]);
+    const std::uint32_t a = x & 0x7fffffffu;
+    // A half normal: rebias (127 -> 15) and round the 13 dropped bits to
+    // nearest even; a carry steps the exponent, and anything past the largest
+    // half is infinity.
+    const std::uint32_t normal =
+        std::min((a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13, 0x7c00u);
+    // A half subnormal: adding 0.5 leaves units of 2^-24 in the mantissa,
+    // rounded to nearest even by the addition itself.
+    const std::uint32_t subnormal =
+        std::bit_cast<std::uint32_t>(std::bit_cast<float>(a) + 0.5f) - 0x3f000000u;
+    const std::uint32_t nan = 0x7e00u | ((a & 0x7fffffu) >> 13);
+    const std::uint32_t h = a > 0x7f800000u ? nan : a >= 0x38800000u ? normal : subnormal;
+    out[i] = static_cast<std::uint16_t>(((x >> 16) & 0x8000u) | h);
+  }
+}
+
+void round_to_bf16(std::span<const float> in, std::span<std::uint16_t> out) {
+  const std::size_t n = std::min(in.size(), out.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto x = std::bit_cast<std::uint32_t>(in[i]);
+    const std::uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+    const std::uint32_t nan = (x >> 16) | 0x40u;
+    out[i] = static_cast<std::uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
+  }
+}
+
+void widen_f16(std::span<const std::uint16_t> in, std::span<float> out) {
+  const std::size_t n = std::min(in.size(), out.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t h = in[i];
+    const std::uint32_t shifted = (h & 0x7fffu) << 13, e = shifted & 0x0f800000u;
+    const std::uint32_t normal = shifted + 0x38000000u;   // rebias 15 -> 127
+    const std::uint32_t special = shifted + 0x70000000u;  // infinity, NaN
+    // A subnormal's m x 2^-24, exactly: (1 + m 2^-10) 2^-14 less 2^-14.
+    const std::uint32_t subnormal = std::bit_cast<std::uint32_t>(
+        std::bit_cast<float>(shifted + 0x38800000u) - std::bit_cast<float>(0x38800000u));
+    const std::uint32_t f = e == 0x0f800000u ? special : e == 0 ? subnormal : normal;
+    out[i] = std::bit_cast<float>(((h & 0x8000u) << 16) | f);
+  }
+}
+
+void widen_bf16(std::span<const std::uint16_t> in, std::span<float> out) {
+  const std::size_t n = std::min(in.size(), out.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    out[i] = std::bit_cast<float>(static_cast<std::uint32_t>(in[i]) << 16);
+  }
+}
+
 std::vector<std::uint16_t> to_half(std::span<const float> values, DType dtype) {
   if (!is_half(dtype)) throw Error(fmt::format("to_half: {} is not a half type", to_string(dtype)));
   std::vector<std::uint16_t> out(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    out[i] = dtype == DType::F16 ? f32_to_f16(values[i]) : f32_to_bf16(values[i]);
-  }
+  (dtype == DType::F16 ? round_to_f16 : round_to_bf16)(values, out);
   return out;
 }
 
@@ -70,9 +123,7 @@ std::vector<float> from_half(std::span<const std::uint16_t> bits, DType dtype) {
     throw Error(fmt::format("from_half: {} is not a half type", to_string(dtype)));
   }
   std::vector<float> out(bits.size());
-  for (std::size_t i = 0; i < bits.size(); ++i) {
-    out[i] = dtype == DType::F16 ? f16_to_f32(bits[i]) : bf16_to_f32(bits[i]);
-  }
+  (dtype == DType::F16 ? widen_f16 : widen_bf16)(bits, out);
   return out;
 }
 

@@ -24,6 +24,14 @@ float f16_to_f32(std::uint16_t bits);
 /// bfloat16 bits -> f32 (exact).
 float bf16_to_f32(std::uint16_t bits);
 
+/// Whole spans at once, the same bits as the functions above (`out` as long
+/// as `in`), written without branches so that the compiler vectorises them:
+/// what the half exchange between processes runs on every gradient.
+void round_to_f16(std::span<const float> in, std::span<std::uint16_t> out);
+void round_to_bf16(std::span<const float> in, std::span<std::uint16_t> out);
+void widen_f16(std::span<const std::uint16_t> in, std::span<float> out);
+void widen_bf16(std::span<const std::uint16_t> in, std::span<float> out);
+
 /// `values` as `dtype` (F16 or BF16) bits.
 std::vector<std::uint16_t> to_half(std::span<const float> values, DType dtype);
 /// `dtype` (F16 or BF16) bits as f32 values.

@@ -12,12 +12,13 @@
 namespace vkt {
 
 /// A 16-bit floating-point format that sums over processes may travel in
-/// (f16, bf16): how one of its values widens to f32 (exactly) and how an f32
-/// rounds to it.
+/// (f16, bf16): how its values widen to f32 (exactly) and how f32 values
+/// round to it, a span at a time (`out` as long as `in`; vkt::widen_f16 and
+/// vkt::round_to_f16, say).
 struct HalfFormat {
   const char* name;
-  float (*widen)(std::uint16_t bits);
-  std::uint16_t (*round)(float value);
+  void (*widen)(std::span<const std::uint16_t> in, std::span<float> out);
+  void (*round)(std::span<const float> in, std::span<std::uint16_t> out);
 };
 
 /// The processes of one training job (torch.distributed's process group,

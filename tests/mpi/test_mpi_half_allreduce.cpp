@@ -19,35 +19,42 @@ namespace {
 using vkt::detail::AllreduceAlgorithm;
 using vkt::detail::MpiProcessGroup;
 
-const vkt::HalfFormat kF16{"f16", vkt::f16_to_f32, vkt::f32_to_f16};
-const vkt::HalfFormat kBF16{"bf16", vkt::bf16_to_f32, vkt::f32_to_bf16};
+/// A format and its one-value conversions (half.h's reference).
+struct Format {
+  vkt::HalfFormat spans;
+  float (*widen)(std::uint16_t);
+  std::uint16_t (*round)(float);
+};
+const Format kF16{{"f16", vkt::widen_f16, vkt::round_to_f16}, vkt::f16_to_f32, vkt::f32_to_f16};
+const Format kBF16{
+    {"bf16", vkt::widen_bf16, vkt::round_to_bf16}, vkt::bf16_to_f32, vkt::f32_to_bf16};
 
-std::vector<std::uint16_t> rounded(const std::vector<float>& values, const vkt::HalfFormat& f) {
+std::vector<std::uint16_t> rounded(const std::vector<float>& values, const Format& f) {
   std::vector<std::uint16_t> out(values.size());
   std::transform(values.begin(), values.end(), out.begin(), f.round);
   return out;
 }
 
 /// round(((w_0 + w_1) + w_2) + ...) with w_r rank r's half values widened.
-std::vector<std::uint16_t> reference(int ranks, std::size_t n, unsigned seed,
-                                     const vkt::HalfFormat& f) {
+std::vector<std::uint16_t> reference(int ranks, std::size_t n, unsigned seed, const Format& f) {
   std::vector<float> sum(n, 0.0f);
   for (int r = 0; r < ranks; ++r) {
     const std::vector<std::uint16_t> mine = rounded(vkt::test::rank_values<float>(r, n, seed), f);
-    for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t i = 0; i < n; ++i) {
       sum[i] = r == 0 ? f.widen(mine[i]) : sum[i] + f.widen(mine[i]);
+    }
   }
   return rounded(sum, f);
 }
 
 /// The half sum on `group` against the reference, on every rank.
-void check_half_allreduce(vkt::ProcessGroup& group, std::size_t n, unsigned seed,
-                          const vkt::HalfFormat& f) {
+void check_half_allreduce(vkt::ProcessGroup& group, std::size_t n, unsigned seed, const Format& f) {
   std::vector<std::uint16_t> data =
       rounded(vkt::test::rank_values<float>(group.rank(), n, seed), f);
-  group.allreduce_sum(std::span<std::uint16_t>(data), f, "test half allreduce");
+  group.allreduce_sum(std::span<std::uint16_t>(data), f.spans, "test half allreduce");
   const std::vector<std::uint16_t> expected = reference(group.size(), n, seed, f);
-  INFO(f.name << ", rank " << group.rank() << " of " << group.size() << ", " << n << " elements");
+  INFO(f.spans.name << ", rank " << group.rank() << " of " << group.size() << ", " << n
+                    << " elements");
   const std::size_t diff = vkt::test::first_bit_difference(
       std::span<const std::uint16_t>(data), std::span<const std::uint16_t>(expected));
   INFO("first difference at " << diff);
@@ -61,7 +68,7 @@ TEST_CASE(
     "rank, chunked",
     "[mpi]") {
   const int ranks = vkt::mpi_world().size();
-  for (const vkt::HalfFormat& f : {kF16, kBF16}) {
+  for (const Format& f : {kF16, kBF16}) {
     for (AllreduceAlgorithm algorithm :
          {AllreduceAlgorithm::ReduceScatter, AllreduceAlgorithm::Direct,
           AllreduceAlgorithm::Automatic}) {
@@ -100,7 +107,7 @@ TEST_CASE("allreduce_sum of f16 values overflows to infinity and keeps NaN, on e
   // 40000 is an f16 value; any two of them sum past 65504, the largest.
   std::vector<std::uint16_t> data{kF16.round(40000.0f), kF16.round(-40000.0f),
                                   kF16.round(world.rank() == 0 ? NAN : 1.0f), kF16.round(0.5f)};
-  world.allreduce_sum(std::span<std::uint16_t>(data), kF16, "test half overflow");
+  world.allreduce_sum(std::span<std::uint16_t>(data), kF16.spans, "test half overflow");
   CHECK(kF16.widen(data[0]) == std::numeric_limits<float>::infinity());
   CHECK(kF16.widen(data[1]) == -std::numeric_limits<float>::infinity());
   CHECK(std::isnan(kF16.widen(data[2])));
@@ -117,8 +124,9 @@ TEST_CASE("allreduce_sum of half values sends half the bytes of the f32 sum, eac
     const std::size_t n = 5000;  // several chunks
     std::vector<float> floats = vkt::test::rank_values<float>(f32_group.rank(), n, 3u);
     std::vector<std::uint16_t> halves = rounded(floats, kBF16);
+    const vkt::HalfFormat& bf16 = kBF16.spans;
     f32_group.allreduce_sum(std::span<float>(floats), "test f32 bytes");
-    half_group.allreduce_sum(std::span<std::uint16_t>(halves), kBF16, "test half bytes");
+    half_group.allreduce_sum(std::span<std::uint16_t>(halves), bf16, "test half bytes");
     const std::uint64_t f32_bytes = f32_group.bytes_sent(), half_bytes = half_group.bytes_sent();
     INFO("algorithm " << static_cast<int>(algorithm) << ": f32 " << f32_bytes << " bytes, half "
                       << half_bytes);

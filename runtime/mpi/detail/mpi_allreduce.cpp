@@ -38,16 +38,15 @@ void sum_in_rank_order(const std::vector<const T*>& in, T* out, std::size_t n) {
 void sum_half_in_rank_order(const std::vector<const std::uint16_t*>& in, std::uint16_t* out,
                             std::size_t n, const HalfFormat& format) {
   constexpr std::size_t kBlock = 512;
-  float acc[kBlock];
+  float acc[kBlock], next[kBlock];
   for (std::size_t begin = 0; begin < n; begin += kBlock) {
     const std::size_t m = std::min(kBlock, n - begin);
-    const std::uint16_t* first = in[0] + begin;
-    for (std::size_t i = 0; i < m; ++i) acc[i] = format.widen(first[i]);
+    format.widen({in[0] + begin, m}, {acc, m});
     for (std::size_t k = 1; k < in.size(); ++k) {
-      const std::uint16_t* next = in[k] + begin;
-      for (std::size_t i = 0; i < m; ++i) acc[i] += format.widen(next[i]);
+      format.widen({in[k] + begin, m}, {next, m});
+      for (std::size_t i = 0; i < m; ++i) acc[i] += next[i];
     }
-    for (std::size_t i = 0; i < m; ++i) out[begin + i] = format.round(acc[i]);
+    format.round({acc, m}, {out + begin, m});
   }
 }
 
