@@ -40,7 +40,9 @@ int main(int argc, char** argv) {
   std::vector<std::size_t> sizes_mib{1, 16, 64};
   int reps = 11;
   std::uint32_t device_index = 0;
-  app.add_option("--mib", sizes_mib, "buffer sizes, in MiB")->capture_default_str();
+  app.add_option("--mib", sizes_mib, "buffer sizes, in MiB (e.g. 1,16)")
+      ->delimiter(',')
+      ->capture_default_str();
   app.add_option("--reps", reps, "timed repetitions (the median is printed)")
       ->capture_default_str();
   app.add_option("--device", device_index, "device index (vkt-info lists them)")
