@@ -109,8 +109,8 @@ struct ReplicateOptions {
   /// the bytes. The master keeps f32 weights; the towers compute with the
   /// trainable weights rounded to the half type (everything else, such as
   /// moving averages and the loss scale, travels in f32). For
-  /// SharedLocalParameterServer, whose master sends weights; Mirrored sends
-  /// gradients and RoundRobin's shares send f32.
+  /// SharedLocalParameterServer, whose master sends weights, and RoundRobin,
+  /// whose shares send theirs; Mirrored sends gradients, not weights.
   DType weight_copy_dtype = DType::F32;
   /// How every device of the run is made (towers and consolidation); default:
   /// DeviceOptions::from_environment() (VKT_FORCE_STAGING) with cache_dir =

@@ -10,6 +10,7 @@
 #include "../runtime/vulkan/instance.h"
 #include "optimizer_calls.h"
 #include "towers.h"
+#include "weight_broadcast.h"
 #include "weight_update.h"
 
 namespace vkt {
@@ -95,8 +96,12 @@ void WeightUpdate::build_round_robin(Towers& towers, const OptimizerCalls& calls
       for (Towers::Tower& t : towers) {
         replicas.push_back(t.graph->variable_range(*t.graph->find_variable(v.tensor.name())));
       }
-      share.weights_back.push_back(
-          std::make_unique<CrossDeviceCopy>(share.graph->variable_range(*master), replicas));
+      // A trainable weight may travel in half, the master keeping f32.
+      const BufferRange from = share.graph->variable_range(*master);
+      std::vector<WeightBroadcast::Range> trainable;
+      if (v.trainable) trainable.push_back({0, from.size()});
+      share.weights_back.push_back(std::make_unique<WeightBroadcast>(
+          from, replicas, trainable, placement.options->weight_copy_dtype));
     }
   }
 }

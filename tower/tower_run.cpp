@@ -400,6 +400,7 @@ void TowerRun::restore_local(const std::string& path) {
     // tower then takes its own variables straight from the same, checked file.
     load_checkpoint(share_graphs(), path, match);
     for (Towers::Tower& t : *towers_) load_checkpoint(*t.graph, path, CheckpointMatch::GraphSubset);
+    update_->send_weights();  // the towers' copies as a step leaves them (half ones rounded)
     return;
   }
   if (Graph* master = update_ ? update_->master() : nullptr) {

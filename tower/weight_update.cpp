@@ -96,6 +96,9 @@ std::vector<Graph*> WeightUpdate::share_graphs() const {
 
 void WeightUpdate::send_weights() {
   if (master_) weights_out_->run();
+  for (Share& share : shares_) {
+    for (const auto& copy : share.weights_back) copy->run();
+  }
 }
 
 std::vector<const Device*> WeightUpdate::own_devices() const {

@@ -79,7 +79,8 @@ class WeightUpdate {
   Graph* master() const { return master_.get(); }
   /// RoundRobin's shares' graphs, in share order; else none.
   std::vector<Graph*> share_graphs() const;
-  /// The master's weights to every tower, now (after a restore).
+  /// The masters' weights (the master's, or RoundRobin's shares') to every
+  /// tower, now (after a restore), in the copies' type.
   void send_weights();
   /// The Devices the update made for itself (a separate consolidation device).
   std::vector<const Device*> own_devices() const;
@@ -129,7 +130,8 @@ class WeightUpdate {
     std::unique_ptr<Device> device;  // null when it is on its tower's Device
     std::unique_ptr<Graph> graph;
     std::unique_ptr<Executor> executor;  // null when its variables take no update
-    std::vector<std::unique_ptr<CrossDeviceCopy>> weights_back;  // per variable, to every tower
+    // Per variable, to every tower (ReplicateOptions::weight_copy_dtype).
+    std::vector<std::unique_ptr<WeightBroadcast>> weights_back;
   };
   std::vector<Share> shares_;
   // Mirrored: the summed gradients, read once and sent to every tower.
