@@ -2,7 +2,9 @@
 // tower (the gradients summed between processes by MPI) and, in the same run,
 // on 1 process x 2 towers (rank 0 alone, the other rank idle) at the same global
 // batch: examples/s of each and their ratio. The ratio is what going through
-// MPI costs against towers that share one process.
+// MPI costs against towers that share one process. With --exchange-dtype fp16
+// or bf16 the 2 x 1 run also trains with the gradients summed between the
+// processes in that type (half the bytes), against the f32 exchange.
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -15,6 +17,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <random>
+#include <string>
 
 namespace {
 
@@ -23,6 +26,7 @@ using Clock = std::chrono::steady_clock;
 struct Setup {
   std::int64_t batch = 256, hidden = 1024;
   int steps = 8;
+  std::string exchange = "fp32";
 };
 
 constexpr std::int64_t kIn = 784, kClasses = 10;
@@ -46,7 +50,8 @@ struct Result {
 };
 
 /// `towers` towers per process on this rank's slice of the batch.
-Result train(const Setup& s, int towers, vkt::ProcessGroup* processes) {
+Result train(const Setup& s, int towers, vkt::ProcessGroup* processes,
+             vkt::DType exchange = vkt::DType::F32) {
   const int ranks = processes ? processes->size() : 1;
   const int rank = processes ? processes->rank() : 0;
   std::mt19937 rng(1);
@@ -61,7 +66,8 @@ Result train(const Setup& s, int towers, vkt::ProcessGroup* processes) {
       vkt::rank_rows({{"y", vkt::HostTensor::ints({s.batch}, y)}}, rank, ranks);
   vkt::Instance instance;
   const auto replicated = vkt::replicate_model_fn(
-      mlp(s.hidden), {.devices = std::vector<std::uint32_t>(static_cast<std::size_t>(towers), 0)});
+      mlp(s.hidden), {.devices = std::vector<std::uint32_t>(static_cast<std::size_t>(towers), 0),
+                      .exchange_dtype = exchange});
   vkt::ModelContext root(instance, {{"x", {{s.batch / ranks, kIn}}}},
                          {{"y", {{s.batch / ranks}, vkt::DType::I32}}});
   root.set_distribution({.processes = processes});
@@ -86,6 +92,11 @@ int main(int argc, char** argv) {
   app.add_option("--steps", s.steps, "timed steps (after one warm-up)")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
+  app.add_option("--exchange-dtype", s.exchange,
+                 "fp32|fp16|bf16: also train 2 x 1 with the sums between the processes in this "
+                 "type, against f32")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   CLI11_PARSE(app, argc, argv);
   try {
     vkt::ProcessGroup& world = vkt::mpi_world();
@@ -104,6 +115,11 @@ int main(int argc, char** argv) {
           s.batch, s.steps);
     }
     const Result processes = train(s, 1, &world);
+    const vkt::DType half = s.exchange == "fp16"   ? vkt::DType::F16
+                            : s.exchange == "bf16" ? vkt::DType::BF16
+                                                   : vkt::DType::F32;
+    Result halves;
+    if (half != vkt::DType::F32) halves = train(s, 1, &world, half);
     Result towers;
     if (chief) towers = train(s, 2, nullptr);
     world.broadcast(std::string("done"), 0, "the end of rank 0's solo run");
@@ -114,6 +130,14 @@ int main(int argc, char** argv) {
       fmt::print("towers_1x2_examples_per_s={:.0f}\n", towers.examples_per_s);
       fmt::print("processes_vs_towers_ratio={:.2f}\n",
                  processes.examples_per_s / towers.examples_per_s);
+      if (half != vkt::DType::F32) {
+        fmt::print("{} exchange between processes: {:.2f} ms of a {:.1f} ms step (the last)\n",
+                   s.exchange, halves.exchange_ms, halves.step_ms);
+        fmt::print("processes_2x1_{}_exchange_examples_per_s={:.0f}\n", s.exchange,
+                   halves.examples_per_s);
+        fmt::print("processes_{}_vs_fp32_exchange_ratio={:.2f}\n", s.exchange,
+                   halves.examples_per_s / processes.examples_per_s);
+      }
     }
     return 0;
   } catch (const vkt::Error& e) {
