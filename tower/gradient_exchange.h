@@ -69,10 +69,12 @@ class GradientExchange {
   GradientExchange(const GradientExchange&) = delete;
   GradientExchange& operator=(const GradientExchange&) = delete;
 
-  /// Across processes: the exchange between them, whose dense sums travel in
-  /// the constructor's `exchange` type. `gathered`: the sparse rows' ranges (processes equal blocks
-  /// each, this rank's written here). `may_overlap`: the step makes no collectives of its own, so
-  /// each bucket's exchange may start while the backward passes go on (one destination).
+  /// Across processes: the exchange between them, whose dense sums travel
+  /// in the constructor's `exchange` type. `gathered`: the sparse rows'
+  /// ranges (processes equal blocks each, this rank's written here).
+  /// `may_overlap`: the step makes no collectives of its own, so each
+  /// bucket's exchange may start while the backward passes go on (one
+  /// destination).
   void join(ProcessGroup& processes, std::vector<BufferRange> gathered, std::size_t chunk_bytes,
             bool may_overlap);
   /// True when buckets are summed over the processes while the towers run.
