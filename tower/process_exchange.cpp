@@ -36,6 +36,11 @@ ProcessExchange::ProcessExchange(ProcessGroup& processes, std::vector<Part> sums
     if (sums_[k].bytes > 0) build_staged(sums_[k], staged_[k]);
   }
   for (const Part& p : blocks_) gathered_.push_back(build_gathered(p));
+  if (half_) {  // a chunk of the largest part's floats, packed in the step
+    std::size_t largest = 0;
+    for (const Part& p : sums_) largest = std::max(largest, p.bytes / sizeof(float));
+    packed_.resize(std::min(largest, chunk_bytes_ / sizeof(float)));
+  }
 }
 
 void ProcessExchange::build_staged(const Part& part, Staged& staged) const {
@@ -133,8 +138,7 @@ void ProcessExchange::allreduce(std::span<float> values, const std::string& what
   }
   // A mapped part is one chunk of any size: packed a staging chunk's worth at
   // a time, so the host holds no second copy of a large model's gradients.
-  const std::size_t piece = std::max<std::size_t>(1, chunk_bytes_ / sizeof(float));
-  packed_.resize(std::min(piece, values.size()));
+  const std::size_t piece = chunk_bytes_ / sizeof(float);
   for (std::size_t begin = 0; begin < values.size(); begin += piece) {
     const std::span<float> part = values.subspan(begin, std::min(piece, values.size() - begin));
     const std::span<std::uint16_t> packed(packed_.data(), part.size());

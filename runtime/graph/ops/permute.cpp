@@ -107,13 +107,11 @@ Tensor permute(const Tensor& x, const std::vector<int>& perm) {
     seen[static_cast<std::size_t>(axis)] = true;
     axes[k] = axis;
   }
-  if (x.dtype() == DType::F16 || x.dtype() == DType::BF16) {
-    if (!moves_half_pairs(s, axes)) {
-      throw Error(fmt::format(
-          "{}: a {} tensor permutes only with its last axis kept last and of even size; cast it "
-          "to f32 first (vkt::cast(x, vkt::DType::F32))",
-          what, to_string(x.dtype())));
-    }
+  if (is_half(x.dtype()) && !moves_half_pairs(s, axes)) {
+    throw Error(fmt::format(
+        "{}: a {} tensor permutes only with its last axis kept last and of even size; cast it "
+        "to f32 first (vkt::cast(x, vkt::DType::F32))",
+        what, to_string(x.dtype())));
   }
   if (s.elements() > std::numeric_limits<std::uint32_t>::max()) {
     throw Error(
