@@ -4,7 +4,6 @@
 #include <chrono>
 
 #include "../runtime/graph/graph.h"
-#include "../runtime/graph/half.h"
 #include "overlapped_exchange.h"
 #include "process_exchange.h"
 #include "towers.h"
@@ -80,11 +79,8 @@ void GradientExchange::join(ProcessGroup& processes, std::vector<BufferRange> ga
     }
   }
   for (const BufferRange& r : gathered) blocks.push_back(part(r));
-  std::optional<HalfFormat> half;
-  if (exchange_ == DType::F16) half = HalfFormat{"f16", widen_f16, round_to_f16};
-  if (exchange_ == DType::BF16) half = HalfFormat{"bf16", widen_bf16, round_to_bf16};
   processes_ = std::make_unique<ProcessExchange>(processes, std::move(sums), std::move(blocks),
-                                                 chunk_bytes, half);
+                                                 chunk_bytes, exchange_);
   if (overlaps) {
     overlap_ = std::make_unique<OverlappedExchange>(*processes_);
     reducers_.front()->on_summed([overlap = overlap_.get()](int bucket, const Ticket& ready) {

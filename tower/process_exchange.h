@@ -7,9 +7,11 @@
 #include <span>
 #include <vector>
 
+#include "../runtime/graph/shape.h"
 #include "../runtime/mpi/process_group.h"
 #include "../runtime/vulkan/buffer.h"
 #include "../runtime/vulkan/staged_range.h"
+#include "../runtime/vulkan/stream.h"
 #include "../runtime/vulkan/ticket.h"
 
 namespace vkt {
@@ -24,8 +26,11 @@ namespace vkt {
 /// the next chunk's download running on the device while the host exchanges
 /// the current one, so a large model needs no second full-size host buffer.
 /// With a half format (ReplicateOptions::exchange_dtype) each process rounds
-/// its sums to it on the host, half the bytes travel between the processes,
-/// and every rank widens the same rounded total (ProcessGroup's half sum).
+/// its sums to it, half the bytes travel between the processes, and every rank
+/// widens the same rounded total (ProcessGroup's half sum). Where the buffer is
+/// mapped the host rounds and widens; where it is staged the device does, each
+/// chunk packed to half words before its download and widened after its upload,
+/// so half the bytes cross the bus too and the host only sums.
 ///
 ///   vkt::ProcessExchange exchange(world, {{&arena, 0, dense_bytes}}, {});
 ///   std::vector<vkt::Ticket> done = exchange.run(summed, "step 7");
@@ -41,10 +46,10 @@ class ProcessExchange {
   /// `sums`: f32 ranges summed over the processes. `blocks`: ranges made of
   /// processes.size() equal blocks, this rank's block (rank() * bytes / size()
   /// in) written by this process; the others' blocks are filled in. `half`:
-  /// the format the sums travel in (none: f32).
+  /// `exchange`: the type the sums travel in (F32, F16 or BF16).
+  /// `chunk_bytes`: the f32 bytes of a staged chunk.
   ProcessExchange(ProcessGroup& processes, std::vector<Part> sums, std::vector<Part> blocks,
-                  std::size_t chunk_bytes = std::size_t{16} << 20,
-                  std::optional<HalfFormat> half = std::nullopt);
+                  std::size_t chunk_bytes = std::size_t{16} << 20, DType exchange = DType::F32);
 
   /// Exchanges once `ready` (the work writing the parts, tickets of the parts'
   /// devices) completes. Collective: every rank calls it once per step; `what`
@@ -61,17 +66,30 @@ class ProcessExchange {
   void gather(std::span<const Ticket> ready, const std::string& what);
   std::size_t summed_parts() const { return sums_.size(); }
   std::size_t part_bytes(std::size_t k) const { return sums_.at(k).bytes; }
+  /// Bytes one run() copies between the devices and the host for the sums,
+  /// down and up: 0 where every part is mapped; with a half format about half
+  /// the f32 figure (each chunk's words padded to whole 32-bit words).
+  std::size_t staged_sum_bytes() const { return staged_sum_bytes_; }
 
   ProcessGroup& processes() const { return processes_; }
 
  private:
   /// A summed part's host side: where mapped, its own bytes in one chunk;
-  /// else its chunks, each to and from staging buffer c % 2.
+  /// else its chunks, each to and from staging buffer c % 2. With a half
+  /// format a staged chunk is packed into device buffer c % 2 (`words`) and
+  /// that comes down and goes up: `pack` and `unpack` (per chunk, recorded
+  /// once) hold the packing and the download, the upload and the widening.
   struct Staged {
     std::unique_ptr<Buffer> staging[2];
+    std::unique_ptr<Buffer> words[2];
     std::vector<StagedRange> down, up;  // per chunk
+    std::vector<Stream> pack, unpack;   // per chunk, with half words
+    std::vector<std::size_t> values;    // per chunk, its f32 values
+    Ticket submit_down(std::size_t c, std::span<const Ticket> waits);
+    Ticket submit_up(std::size_t c);
   };
-  void build_staged(const Part& part, Staged& staged) const;
+  void build_staged(const Part& part, Staged& staged);
+  void build_packed(const Part& part, Staged& staged);
   /// A gathered part's host side: this rank's block down, every block up.
   struct Gathered {
     std::unique_ptr<Buffer> staging;  // the whole part, where not mapped
@@ -79,17 +97,22 @@ class ProcessExchange {
   };
   Gathered build_gathered(const Part& part) const;
   void gather(Gathered& part, const std::string& what);
-  /// `values` summed over the processes in place, in f32 or through half_.
+  /// `values` summed over the processes in place, in f32 or rounded to half_
+  /// on the host.
   void allreduce(std::span<float> values, const std::string& what);
+  /// Chunk `c` of `s` summed over the processes in place, on the host.
+  void allreduce_chunk(Staged& s, std::size_t c, const std::string& what);
 
   ProcessGroup& processes_;
   std::vector<Part> sums_;
   std::vector<Part> blocks_;
   std::size_t chunk_bytes_;
-  std::optional<HalfFormat> half_;
+  DType exchange_;
+  std::optional<HalfFormat> half_;     // the span conversions of exchange_, unless F32
   std::vector<std::uint16_t> packed_;  // a half sum's values on the host, a chunk at a time
   std::vector<Staged> staged_;         // per summed part
   std::vector<Gathered> gathered_;     // per gathered part
+  std::size_t staged_sum_bytes_ = 0;
 };
 
 }  // namespace vkt

@@ -22,6 +22,7 @@ add_test(NAME install_and_consume
     -P "${CMAKE_CURRENT_LIST_DIR}/run_consumer_test.cmake")
 set_tests_properties(install_and_consume PROPERTIES
   LABELS "install"
+  COST 90  # seconds on 2 cores: started first (see tests/CMakeLists.txt)
   TIMEOUT 900
   ENVIRONMENT "${VKT_VALIDATION_ENV}")
 

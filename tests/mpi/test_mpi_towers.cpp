@@ -25,12 +25,10 @@
 #include <vktower/runtime/graph/ops/softmax.h>
 #include <vktower/runtime/io/dataset.h>
 #include <vktower/runtime/mpi/process_group.h>
-#include <vktower/runtime/vulkan/buffer.h>
 #include <vktower/runtime/vulkan/device.h>
 #include <vktower/runtime/vulkan/instance.h>
 #include <vktower/tower/estimator.h>
 #include <vktower/tower/process_batches.h>
-#include <vktower/tower/process_exchange.h>
 #include <vktower/tower/replicate.h>
 #include <vktower/tower/tower_run.h>
 
@@ -301,22 +299,6 @@ TEST_CASE("buckets of sparse rows alone, exchanged as they are ready: the same b
     const Values buckets = train(job, embedding, ids_data(), names);
     CHECK(buckets == whole);
     CHECK(same_on_every_rank(buckets));
-  }
-}
-
-TEST_CASE("a summed part of no bytes (a bucket of sparse rows alone) is nothing to exchange",
-          "[mpi]") {
-  vkt::Instance instance;
-  for (const bool staged : {false, true}) {
-    INFO("staged " << staged);
-    vkt::Device device(instance, 0, vkt::DeviceOptions{.force_staging = staged});
-    vkt::Buffer buffer(device, 64);
-    buffer.upload(std::vector<float>(16, 1.0f));
-    vkt::ProcessExchange exchange(world(), {{&buffer, 0, 0}, {&buffer, 16, 32}}, {});
-    CHECK(exchange.sum(0, {}, "test").device == nullptr);
-    exchange.sum(1, {}, "test").wait();
-    const std::vector<float> out = buffer.download<float>();
-    CHECK(out == std::vector<float>{1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1});
   }
 }
 
