@@ -99,7 +99,10 @@ struct ReplicateOptions {
   /// gradients (already divided by the tower count: each tower's loss is)
   /// to the half type on its own device; the sum widens them exactly and adds
   /// in f32, in tower order, so runs stay bit-identical. Only gradients that
-  /// travel are rounded: one tower without loss scaling keeps f32. Between
+  /// travel are rounded: one tower without loss scaling keeps f32. Mirrored
+  /// sends the sum back to the towers in the half type too (every replica
+  /// updates with the same rounded sum; the other modes update from the f32
+  /// sum, so Mirrored's bits differ from theirs). Between
   /// processes too: each rounds its towers' sum to the half type, half the
   /// bytes travel, and the ranks' values are added in f32 in rank order and
   /// rounded once (the same bits on every rank). Sparse rows stay f32.

@@ -135,7 +135,7 @@ class WeightUpdate {
   };
   std::vector<Share> shares_;
   // Mirrored: the summed gradients, read once and sent to every tower.
-  std::unique_ptr<CrossDeviceCopy> broadcast_;
+  std::unique_ptr<WeightBroadcast> broadcast_;
   std::unique_ptr<WeightBroadcast> weights_out_;  // SharedLocalParameterServer's weights
   // Per sparse gradient of the master, its values' and its indices' ranges
   // (processes x k x n slots of a tower's rows; rank r's block is the
