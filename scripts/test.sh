@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test suite: installs what is missing, builds (Release; VKT_BUILD_TYPE
 # overrides), and runs every test through ctest with the Khronos validation
-# layer on (VKT_VALIDATION=1): the tower, estimator and sample tests twice, the
-# second time with VKT_FORCE_STAGING=1 (label staging: the staged transfers a
+# layer on (VKT_VALIDATION=1): the tower and estimator tests and each sample's
+# smoke test twice, the second time with VKT_FORCE_STAGING=1 (label staging: the staged transfers a
 # discrete GPU makes; `ctest -L staging` runs only those, `-LE staging` skips
 # them). Then, when clang is installed, every fuzz target
 # for VKT_FUZZ_SECONDS (default 10) each (scripts/fuzz.sh; VKT_FUZZ_SECONDS=0 skips).
