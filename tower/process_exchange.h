@@ -45,7 +45,7 @@ class ProcessExchange {
   };
   /// `sums`: f32 ranges summed over the processes. `blocks`: ranges made of
   /// processes.size() equal blocks, this rank's block (rank() * bytes / size()
-  /// in) written by this process; the others' blocks are filled in. `half`:
+  /// in) written by this process; the others' blocks are filled in.
   /// `exchange`: the type the sums travel in (F32, F16 or BF16).
   /// `chunk_bytes`: the f32 bytes of a staged chunk.
   ProcessExchange(ProcessGroup& processes, std::vector<Part> sums, std::vector<Part> blocks,
