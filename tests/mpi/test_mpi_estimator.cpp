@@ -12,21 +12,15 @@
 #include <memory>
 #include <variant>
 
-#include <vktower/optimizers/adam.h>
-#include <vktower/optimizers/tower_optimizer.h>
-#include <vktower/runtime/graph/ops/dropout.h>
-#include <vktower/runtime/graph/ops/layers.h>
-#include <vktower/runtime/graph/ops/losses.h>
-#include <vktower/runtime/graph/ops/softmax.h>
 #include <vktower/runtime/io/dataset.h>
 #include <vktower/runtime/mpi/process_group.h>
 #include <vktower/tower/estimator.h>
-#include <vktower/tower/metrics.h>
 #include <vktower/tower/replicate.h>
 
 #include "../estimator_support.h"
 #include "../gpt_fixture.h"
 #include "../test_support.h"
+#include "../tower/estimator_models.h"
 
 using Catch::Matchers::Contains;
 
@@ -37,38 +31,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::int64_t kFeatures = 3, kClasses = 3, kRows = 70;
+constexpr std::int64_t kRows = 70;
 
+/// The 70 examples every rank regenerates.
 vkt::Dataset make_data() {
-  const std::vector<float> x =
-      vkt::test::random_floats(static_cast<std::size_t>(kRows * kFeatures), 4, -2.0f, 2.0f);
-  std::vector<std::int32_t> y(static_cast<std::size_t>(kRows));
-  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<std::int32_t>((i * 7 + 4) % 3);
-  return vkt::Dataset(
-      {{"x", HostTensor::floats({kRows, kFeatures}, x)}, {"y", HostTensor::ints({kRows}, y)}});
+  return vkt::test::estimator::make_data(kRows, 4);
 }
 
-/// An MLP; Params "dropout" (a rate) drops from its hidden layer.
-vkt::EstimatorSpec mlp(vkt::ModelContext& ctx, const vkt::TensorDict& f, const vkt::TensorDict& l,
-                       vkt::Mode mode, const vkt::Params& params) {
-  Tensor h = vkt::layers::dense(f.at("x"), 8, vkt::layers::Activation::Relu, "hidden");
-  if (params.count("dropout")) {
-    h = vkt::dropout(h, static_cast<float>(std::get<double>(params.at("dropout"))));
-  }
-  const Tensor logits = vkt::layers::dense(h, kClasses, vkt::layers::Activation::None, "out");
-  vkt::EstimatorSpec spec{.mode = mode};
-  spec.predictions = {{"logits", logits}};
-  if (mode == vkt::Mode::Predict) return spec;
-  spec.loss = vkt::sparse_softmax_cross_entropy(l.at("y"), logits, ctx.example_weights(),
-                                                vkt::Reduction::Mean);
-  if (mode == vkt::Mode::Eval) {
-    spec.eval_metric_ops = {{"accuracy", vkt::metrics::accuracy(l.at("y"), logits)}};
-    return spec;
-  }
-  vkt::TowerOptimizer adam(std::make_unique<vkt::Adam>(0.05));
-  spec.train_op = adam.minimize(spec.loss);
-  return spec;
-}
+using vkt::test::estimator::mlp;  // Adam at 0.05; Params "dropout" drops from its hidden layer
 
 struct Result {
   std::map<std::string, double> metrics;

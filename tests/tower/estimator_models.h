@@ -11,6 +11,7 @@
 #include <vktower/optimizers/adam.h>
 #include <vktower/optimizers/sgd.h>
 #include <vktower/optimizers/tower_optimizer.h>
+#include <vktower/runtime/graph/ops/dropout.h>
 #include <vktower/runtime/graph/ops/elementwise.h>
 #include <vktower/runtime/graph/ops/layers.h>
 #include <vktower/runtime/graph/ops/losses.h>
@@ -40,10 +41,15 @@ inline vkt::Dataset make_data(std::int64_t rows, std::uint32_t seed) {
       {{"x", HostTensor::floats({rows, kFeatures}, x)}, {"y", HostTensor::ints({rows}, y)}});
 }
 
-/// A small MLP trained with Adam; `lr` 0 leaves the weights as initialised.
+/// A small MLP trained with Adam at Params "lr" (0.05 when not given; 0
+/// leaves the weights as initialised); Params "dropout" (a rate) drops from
+/// its hidden layer.
 inline vkt::EstimatorSpec mlp(vkt::ModelContext& ctx, const vkt::TensorDict& f,
                               const vkt::TensorDict& l, vkt::Mode mode, const vkt::Params& params) {
-  const Tensor h = vkt::layers::dense(f.at("x"), 8, vkt::layers::Activation::Relu, "hidden");
+  Tensor h = vkt::layers::dense(f.at("x"), 8, vkt::layers::Activation::Relu, "hidden");
+  if (params.count("dropout")) {
+    h = vkt::dropout(h, static_cast<float>(std::get<double>(params.at("dropout"))));
+  }
   const Tensor logits = vkt::layers::dense(h, kClasses, vkt::layers::Activation::None, "out");
   vkt::EstimatorSpec spec{.mode = mode};
   spec.predictions = {{"logits", logits}, {"class", vkt::argmax(logits, -1)}};
@@ -54,7 +60,8 @@ inline vkt::EstimatorSpec mlp(vkt::ModelContext& ctx, const vkt::TensorDict& f,
     spec.eval_metric_ops = {{"accuracy", vkt::metrics::accuracy(l.at("y"), logits)}};
     return spec;
   }
-  const auto lr = static_cast<float>(std::get<double>(params.at("lr")));
+  const auto lr =
+      params.count("lr") ? static_cast<float>(std::get<double>(params.at("lr"))) : 0.05f;
   vkt::TowerOptimizer adam(std::make_unique<vkt::Adam>(lr));
   spec.train_op = adam.minimize(spec.loss);
   return spec;
