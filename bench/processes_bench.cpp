@@ -115,9 +115,8 @@ int main(int argc, char** argv) {
           s.batch, s.steps);
     }
     const Result processes = train(s, 1, &world);
-    const vkt::DType half = s.exchange == "fp16"   ? vkt::DType::F16
-                            : s.exchange == "bf16" ? vkt::DType::BF16
-                                                   : vkt::DType::F32;
+    const vkt::DType half =
+        vkt::compute_dtype(vkt::parse_precision(s.exchange, "--exchange-dtype"));
     Result halves;
     if (half != vkt::DType::F32) halves = train(s, 1, &world, half);
     Result towers;

@@ -104,8 +104,7 @@ inline vkt::LossScaling loss_scaling_of(const SampleFlags& flags) {
 
 /// A dtype flag's value (fp32|fp16|bf16, checked by CLI11).
 inline vkt::DType dtype_flag(const std::string& value) {
-  if (value == "fp16") return vkt::DType::F16;
-  return value == "bf16" ? vkt::DType::BF16 : vkt::DType::F32;
+  return vkt::compute_dtype(vkt::parse_precision(value, "a dtype flag"));
 }
 
 /// ReplicateOptions::shard_weights from --shard-weights ("equal", "measured"
