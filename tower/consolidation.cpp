@@ -239,19 +239,18 @@ void WeightUpdate::build_mirrored(Towers& towers, const GradientBuckets& buckets
   }
   const std::size_t bytes = align_up(towers.front().executor->gradient_arena().size(), 16);
   mirrored_sum_ = Buffer(consolidation, bytes);
+  destinations_.push_back({BufferRange(mirrored_sum_), std::move(segments)});
   // The sum is read once and sent to every tower's update program, in the
   // exchange's type (--exchange-dtype): with a half type every tower updates
   // its replica with the same rounded sums, half the bytes on the way back
   // too (PyTorch's fp16 hook does the same), which the other modes, whose
-  // update reads the f32 sum, do not round.
-  std::vector<WeightBroadcast::Range> sums;
-  for (const GradientReducer::Segment& s : segments.front()) {
-    sums.push_back({s.offset, s.source.size()});
-  }
-  destinations_.push_back({BufferRange(mirrored_sum_), std::move(segments)});
-  broadcast_ =
-      std::make_unique<WeightBroadcast>(BufferRange(mirrored_sum_, 0, arenas.front().size()),
-                                        arenas, sums, placement.options->exchange_dtype);
+  // update reads the f32 sum, do not round. The arena holds dense f32
+  // gradients alone (Mirrored refuses sparse ones) and the padding between
+  // them, which nothing reads: it travels as one half range.
+  const BufferRange sum(mirrored_sum_, 0, arenas.front().size());
+  broadcast_ = std::make_unique<WeightBroadcast>(
+      sum, arenas, std::vector<WeightBroadcast::Range>{{0, sum.size()}},
+      placement.options->exchange_dtype);
 }
 
 }  // namespace vkt
