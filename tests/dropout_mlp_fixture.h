@@ -1,7 +1,7 @@
 #pragma once
 // The small classifier the Estimator tests train on several towers (resume on
 // another count, lost devices, unequal shards): its data, the model (an MLP
-// with a dropout, Adam) and a quiet RunConfig.
+// with a dropout, Adam); quiet_config (tower_devices.h) is its RunConfig.
 
 #include <cstdint>
 #include <map>
@@ -22,6 +22,7 @@
 #include <vktower/tower/metrics.h>
 
 #include "test_support.h"
+#include "tower_devices.h"
 
 namespace vkt::test {
 
@@ -79,19 +80,6 @@ inline ModelFn dropout_mlp(DropoutMlp m = {}) {
     }
     return spec;
   };
-}
-
-/// A RunConfig for tests: `dir`, `seed`, a checkpoint every `save_every`
-/// steps (0: at the end), no logging, no progress, no plot.
-inline RunConfig quiet_config(const std::string& dir, std::uint64_t seed,
-                              std::uint64_t save_every = 0) {
-  return {.model_dir = dir,
-          .random_seed = seed,
-          .save_checkpoints_steps = save_every,
-          .log_step_count_steps = 0,
-          .save_summary_steps = 0,
-          .progress = false,
-          .plot_loss = false};
 }
 
 /// Training batches of `batch` from `data`, shuffled with seed 3, repeated.

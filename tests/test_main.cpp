@@ -10,6 +10,7 @@
 #include <vktower/runtime/vulkan/instance.h>
 
 #include "shared_device.h"
+#include "tower_devices_listener.h"
 
 int main(int argc, char* argv[]) {
   // Tests never touch the user's cache directory; towers then keep their
@@ -22,6 +23,7 @@ int main(int argc, char* argv[]) {
   if (!listing) vkt::test::keep_driver_loaded();
   const int failed = Catch::Session().run(argc, argv);
   if (listing) return failed;
+  vkt::test::release_tower_devices();
   vkt::test::release_shared_device();  // so that leaks it reports are counted
   const bool validation = vkt::InstanceOptions::from_environment().validation;
   const std::uint64_t messages = vkt::Instance::process_validation_messages();

@@ -216,6 +216,12 @@ Estimator::~Estimator() {
   }
 }
 
+TowerDevicePool& Estimator::device_pool() {
+  if (config_.device_pool != nullptr) return *config_.device_pool;
+  if (!devices_) devices_ = std::make_unique<TowerDevicePool>();
+  return *devices_;
+}
+
 std::uint64_t Estimator::chief_global_step(const std::optional<std::string>& latest) const {
   const auto trained = built_.find(Mode::Train);
   if (trained != built_.end()) return trained->second->run->global_step();
@@ -308,8 +314,7 @@ Estimator::Built& Estimator::built(Mode mode, const Batch& first, std::int64_t g
                          .accumulate_steps = config_.accumulate_steps,
                          .lost_towers = lost_towers_,
                          .measured_shard_weights = measured_shards_});
-  if (!devices_) devices_ = std::make_unique<TowerDevicePool>();
-  root.set_device_pool(devices_.get());
+  root.set_device_pool(&device_pool());
   EstimatorSpec spec = model_fn_(root, {}, {}, mode, params_);
   if (!spec.run) throw Error("internal: a replicated model function returned no run");
   b->run = spec.run;

@@ -88,6 +88,12 @@ struct RunConfig {
   /// A tower's device lost during train(): stop (the default) or go on with
   /// the others from the last checkpoint (DeviceLossAction).
   DeviceLossAction on_device_loss = DeviceLossAction::Stop;
+  /// Where the towers' Devices come from, so that several Estimators of one
+  /// program (a sweep over learning rates, a model trained then another
+  /// fine-tuned) run on the same Devices and build each kernel once: not
+  /// owned, must outlive the Estimators. Null: the Estimator makes its own,
+  /// dropped with it.
+  TowerDevicePool* device_pool = nullptr;
 };
 
 /// How long train() runs: `steps` more steps, or until the global step
@@ -212,8 +218,10 @@ class Estimator {
   Params params_;
   Instance instance_;
   // The Devices every model of this Estimator (training, evaluation,
-  // prediction) runs on; before built_, which must go first.
+  // prediction) runs on, unless RunConfig::device_pool gives them; before
+  // built_, which must go first.
   std::unique_ptr<TowerDevicePool> devices_;
+  TowerDevicePool& device_pool();
   std::map<Mode, std::unique_ptr<Built>> built_;
   std::unique_ptr<TrainingLog> log_;
   bool resumed_ = false;

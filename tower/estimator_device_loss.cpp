@@ -43,7 +43,7 @@ void Estimator::handle_device_loss(const DeviceLost& error) {
   // again on fresh ones.
   const auto drop_models = [&] {
     built_.clear();
-    devices_->forget_lost();
+    device_pool().forget_lost();
   };
   if (!go_on) {
     drop_models();

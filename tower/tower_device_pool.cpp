@@ -14,28 +14,34 @@ Device& TowerDevicePool::device(const Instance& root, const std::vector<std::uin
   const auto before = static_cast<std::size_t>(
       std::count(devices.begin(), devices.begin() + static_cast<std::ptrdiff_t>(position), index));
   const std::size_t occurrence = shared ? 0 : before;
-  for (const Owned& o : owned_) {
-    if (o.index == index && o.shared == shared && o.occurrence == occurrence) return *o.device;
-  }
   DeviceOptions made = options;
   if (shared) {  // a compute queue per tower on it, as far as the device offers
     made.compute_queues =
         static_cast<std::uint32_t>(std::count(devices.begin(), devices.end(), index));
   }
-  Owned o{index, shared, occurrence, own_instance(root, index), nullptr};
+  for (const Owned& o : owned_) {
+    // A program may switch a Device's kernels after it is made: they count too.
+    const DeviceOptions& now = o.device->options();
+    if (o.index == index && o.shared == shared && o.occurrence == occurrence && o.options == made &&
+        now.matmul == made.matmul && now.row_kernels == made.row_kernels) {
+      return *o.device;
+    }
+  }
+  Owned o{index, shared, occurrence, made, own_instance(root, index), nullptr};
   o.device = std::make_unique<Device>(*o.instance, index, made);
   owned_.push_back(std::move(o));
   return *owned_.back().device;
 }
 
+std::vector<Device*> TowerDevicePool::devices() const {
+  std::vector<Device*> all;
+  for (const Owned& o : owned_) all.push_back(o.device.get());
+  return all;
+}
+
 void TowerDevicePool::forget_lost() {
-  // Each Device goes before its Instance: erasing alone would move-assign the
-  // entries after it, replacing an Instance while its Device still lives.
   for (Owned& o : owned_) {
-    if (o.device && o.device->lost()) {
-      o.device.reset();
-      o.instance.reset();
-    }
+    if (o.device->lost()) lost_.push_back(std::move(o));
   }
   std::erase_if(owned_, [](const Owned& o) { return !o.device; });
 }

@@ -25,12 +25,16 @@ class TowerDevicePool {
   /// queue per tower listed on it (as far as offered). Not shared: the k-th
   /// tower on a physical device gets the k-th Device of its own Instance (on
   /// lavapipe, separate instances run concurrently). Made on first use with
-  /// `options`, then kept.
+  /// `options`, then kept and handed to whoever asks for that place with the
+  /// same options (and, shared, as many queues); other options get a Device
+  /// of their own, so a staged run never lands on a mapped one.
   Device& device(const Instance& root, const std::vector<std::uint32_t>& devices,
                  std::size_t position, bool shared, const DeviceOptions& options);
-  /// Drops the Devices that were lost (Device::lost()), so that a model built
-  /// next makes a fresh one where it asks for one again. Every model using
-  /// them must be gone.
+  /// The Devices it hands out, in the order they were made (not the lost ones).
+  std::vector<Device*> devices() const;
+  /// Sets aside the Devices that were lost (Device::lost()), so that a model
+  /// built next makes a fresh one where it asks for one again. They are
+  /// destroyed with the pool, since other models may still refer to them.
   void forget_lost();
   /// A new Instance whose device `index` is `root`'s device `index`.
   static std::unique_ptr<Instance> own_instance(const Instance& root, std::uint32_t index);
@@ -40,10 +44,12 @@ class TowerDevicePool {
     std::uint32_t index;
     bool shared;
     std::size_t occurrence;  // not shared: the k-th on `index`
+    DeviceOptions options;   // as made (shared: with its compute_queues)
     std::unique_ptr<Instance> instance;
     std::unique_ptr<Device> device;
   };
   std::vector<Owned> owned_;
+  std::vector<Owned> lost_;  // set aside by forget_lost()
 };
 
 }  // namespace vkt

@@ -112,6 +112,8 @@ struct DeviceOptions {
   /// its Devices, not when a step is recorded); the rest keep their defaults
   /// (no cache_dir: a bare Device writes nothing to disk).
   static DeviceOptions from_environment();
+  /// Equal options make equal Devices (what TowerDevicePool reuses one for).
+  bool operator==(const DeviceOptions&) const = default;
 };
 
 /// Vulkan objects the runtime has made on a Device so far. Counted as they are

@@ -21,6 +21,7 @@
 #include <vktower/tower/tower_run.h>
 
 #include "../test_support.h"
+#include "../tower_devices.h"
 #include "matmul_variant_scope.h"
 #include "op_check.h"
 
@@ -251,6 +252,7 @@ TEST_CASE("a small conv model trained with SGD on 2 towers matches 1 tower", "[c
         vkt::replicate_model_fn(model, {.devices = std::vector<std::uint32_t>(towers, 0)});
     vkt::ModelContext root(instance, {{"x", {xs}}}, {{"y", {{batch}, vkt::DType::I32}}},
                            {.seed = 5});
+    root.set_device_pool(&vkt::test::tower_devices());
     vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
     for (int s = 0; s < 4; ++s) spec.run->train_step(xb[s], yb[s]);
     std::vector<std::vector<float>> vars;

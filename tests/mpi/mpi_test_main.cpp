@@ -13,6 +13,7 @@
 #include <vktower/runtime/mpi/process_group.h>
 
 #include "../shared_device.h"
+#include "../tower_devices_listener.h"
 
 int main(int argc, char* argv[]) {
   ::setenv("VKT_CACHE_DIR", "off", 1);  // tests never touch the user's cache directory
@@ -22,6 +23,7 @@ int main(int argc, char* argv[]) {
   world.set_timeout(std::chrono::seconds(60));
   vkt::test::keep_driver_loaded();  // the driver loaded once per rank (shared_device.h)
   const int failed = Catch::Session().run(argc, argv);
+  vkt::test::release_tower_devices();
   vkt::test::release_shared_device();  // so that leaks it reports are counted
   // The validation gate, as vkt-tests has it: any message fails the rank.
   const std::uint64_t messages = vkt::Instance::process_validation_messages();

@@ -33,6 +33,7 @@
 #include <vktower/tower/tower_run.h>
 
 #include "../test_support.h"
+#include "../tower_devices.h"
 
 using Catch::Matchers::Contains;
 using vkt::HostBatch;
@@ -117,6 +118,7 @@ Values train(const Job& job, const vkt::ModelFn& model, const Data& d,
   vkt::ModelContext root(instance, spec_of(d.x.front()), spec_of(d.y.front()),
                          {.seed = static_cast<std::uint64_t>(9 + rank)});  // rank 0's must win
   root.set_distribution({.processes = job.processes, .accumulate_steps = job.accumulate});
+  root.set_device_pool(&vkt::test::tower_devices());
   vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
   if (job.overlapped) *job.overlapped = {spec.run->overlaps_processes(), spec.run->buckets()};
   Values out;
@@ -399,6 +401,7 @@ TEST_CASE("processes that built different models stop at start-up, naming the di
   const auto replicated = vkt::replicate_model_fn(mlp, {.devices = {0, 0}});
   vkt::ModelContext root(instance, {{"x", {{kBatch / 2, kIn}}}},
                          {{"y", {{kBatch / 2}, vkt::DType::I32}}});
+  root.set_device_pool(&vkt::test::tower_devices());
   root.set_distribution({.processes = &world()});
   const vkt::Params params{{"width", std::int64_t{16 + world().rank()}}};
   const std::string error =

@@ -28,6 +28,7 @@
 #include <vktower/tower/replicate.h>
 #include <vktower/tower/tower_run.h>
 
+#include "../tower_devices.h"
 #include "optimizer_reference.h"
 
 using vkt::HostBatch;
@@ -380,6 +381,7 @@ double worst_error(vkt::Instance& instance, const Case& c, int towers, vkt::Vari
     features["x"] = {{kBatch, kIn}};
   }
   vkt::ModelContext root(instance, features, {{"y", {{kBatch, kOut}}}}, {.seed = 7});
+  root.set_device_pool(&vkt::test::tower_devices());
   vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
 
   std::vector<std::string> names = kDense;

@@ -19,6 +19,7 @@
 #include <vktower/tower/estimator.h>
 
 #include "../test_support.h"
+#include "../tower_devices.h"
 
 namespace vkt::test::estimator {
 
@@ -87,13 +88,9 @@ inline vkt::EstimatorSpec identity(vkt::ModelContext& ctx, const vkt::TensorDict
   return spec;
 }
 
+/// The Estimator tests' RunConfig: quiet_config with seed 5.
 inline vkt::RunConfig quiet(const std::string& dir) {
-  return {.model_dir = dir,
-          .random_seed = 5,
-          .save_checkpoints_steps = 0,
-          .log_step_count_steps = 0,
-          .save_summary_steps = 0,
-          .progress = false};
+  return quiet_config(dir, 5);
 }
 
 inline vkt::InputFn training_input(const vkt::Dataset& data, std::int64_t batch) {

@@ -24,6 +24,7 @@
 #include <vktower/tower/tower_run.h>
 
 #include "../test_support.h"
+#include "../tower_devices.h"
 
 using Catch::Matchers::Contains;
 using vkt::HostBatch;
@@ -123,6 +124,7 @@ std::shared_ptr<vkt::TowerRun> build(vkt::Instance& instance, const Setup& setup
     features["x"] = {{rows, kIn}};
   }
   vkt::ModelContext root(instance, features, {{"y", {{rows}, vkt::DType::I32}}}, {.seed = 5});
+  root.set_device_pool(&vkt::test::tower_devices());
   root.set_distribution({.processes = processes, .accumulate_steps = accumulate});
   return replicated(root, {}, {}, vkt::Mode::Train, {}).run;
 }
@@ -248,6 +250,7 @@ TEST_CASE("accumulation on one tower needs a TowerOptimizer", "[accumulation]") 
     return vkt::EstimatorSpec{.mode = mode, .loss = loss, .train_op = sgd.minimize(loss)};
   };
   vkt::ModelContext root(instance, {{"x", {{kMicro, kIn}}}}, {{"y", {{kMicro}, vkt::DType::I32}}});
+  root.set_device_pool(&vkt::test::tower_devices());
   root.set_distribution({.accumulate_steps = 2});
   CHECK_THROWS_WITH(
       vkt::replicate_model_fn(plain, {.devices = {0}})(root, {}, {}, vkt::Mode::Train, {}),

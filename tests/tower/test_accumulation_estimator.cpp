@@ -21,6 +21,7 @@
 #include <vktower/tower/replicate.h>
 
 #include "../test_support.h"
+#include "../tower_devices.h"
 
 using Catch::Matchers::Contains;
 using vkt::HostTensor;
@@ -62,14 +63,9 @@ vkt::ModelFn mlp(bool dropout) {
 }
 
 vkt::RunConfig quiet(const std::string& dir, int accumulate) {
-  return {.model_dir = dir,
-          .random_seed = 9,
-          .save_checkpoints_steps = 0,
-          .log_step_count_steps = 0,
-          .save_summary_steps = 0,
-          .progress = false,
-          .plot_loss = false,
-          .accumulate_steps = accumulate};
+  vkt::RunConfig config = vkt::test::quiet_config(dir, 9);
+  config.accumulate_steps = accumulate;
+  return config;
 }
 
 vkt::InputFn training_input(const vkt::Dataset& data, std::int64_t batch, int epochs = 0) {

@@ -24,6 +24,7 @@
 #include <vktower/tower/tower_run.h>
 
 #include "../test_support.h"
+#include "../tower_devices.h"
 
 using vkt::HostBatch;
 using vkt::HostTensor;
@@ -91,6 +92,7 @@ struct Model {
              .variable_mode = variable_mode});
     vkt::ModelContext root(instance, {{"x", {{kBatch, 6, 6, 2}}}},
                            {{"y", {{kBatch}, vkt::DType::I32}}});
+    root.set_device_pool(&vkt::test::tower_devices());
     spec = replicated(root, {}, {}, mode, {});
   }
   void train(int from, int to) {
@@ -144,6 +146,7 @@ TEST_CASE("unsynchronized batch norm: the moving averages follow tower 0's shard
   const auto replicated =
       vkt::replicate_model_fn(fn, {.devices = std::vector<std::uint32_t>{0, 0}});
   vkt::ModelContext root(instance, {{"x", {{4, 2}}}}, {{"y", {{4, 1}}}});
+  root.set_device_pool(&vkt::test::tower_devices());
   const vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
   // Tower 0 takes rows 0 and 1: means (1, 10) then (5, 0).
   const std::vector<float> x1{0, 9, 2, 11, 100, -50, 300, 70};
@@ -177,6 +180,7 @@ TEST_CASE(
                      .device_options = vkt::DeviceOptions{.force_staging = staged}});
     vkt::ModelContext root(instance, {{"x", {{kBatch, 6, 6, 2}}}},
                            {{"y", {{kBatch}, vkt::DType::I32}}});
+    root.set_device_pool(&vkt::test::tower_devices());
     const vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
     constexpr int kSteps = 10, kWarm = 3;
     std::uint64_t before = 0;

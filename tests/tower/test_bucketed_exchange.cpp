@@ -18,10 +18,10 @@
 #include <vktower/runtime/graph/ops/shape_ops.h>
 #include <vktower/runtime/vulkan/instance.h>
 #include <vktower/tower/replicate.h>
-#include <vktower/tower/tower_device_pool.h>
 #include <vktower/tower/tower_run.h>
 
 #include "../test_support.h"
+#include "../tower_devices.h"
 
 using vkt::HostBatch;
 using vkt::HostTensor;
@@ -93,6 +93,7 @@ std::map<std::string, std::vector<float>> train(vkt::VariableMode mode, int towe
   std::map<std::string, vkt::InputSpec> inputs{{"x", {{kBatch, 5}}}};
   if (sparse) inputs["ids"] = {{kBatch, kIds}, vkt::DType::I32};
   vkt::ModelContext root(instance, inputs, {{"y", {{kBatch}, vkt::DType::I32}}}, {.seed = 5});
+  root.set_device_pool(&vkt::test::tower_devices());
   vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
   std::mt19937 rng(3);
   for (int step = 0; step < 3; ++step) {
@@ -216,6 +217,7 @@ TEST_CASE("the next batch fed while a step runs trains to the same bits as feedi
     vkt::ModelContext root(instance,
                            {{"x", {{kBatch, 5}}}, {"ids", {{kBatch, kIds}, vkt::DType::I32}}},
                            {{"y", {{kBatch}, vkt::DType::I32}}}, {.seed = 5});
+    root.set_device_pool(&vkt::test::tower_devices());
     vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
     std::vector<float> losses;
     if (!ahead) {
@@ -280,6 +282,7 @@ TEST_CASE("towers on one shared Device wait on the host once a step, staged, and
     std::map<std::string, vkt::InputSpec> inputs{{"x", {{kBatch, 5}}}};
     if (sparse) inputs["ids"] = {{kBatch, kIds}, vkt::DType::I32};
     vkt::ModelContext root(instance, inputs, {{"y", {{kBatch}, vkt::DType::I32}}}, {.seed = 5});
+    root.set_device_pool(&vkt::test::tower_devices());
     root.set_distribution({.accumulate_steps = accumulate});
     vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
     std::vector<vkt::TowerRun::StepLoss> losses;
@@ -328,35 +331,4 @@ TEST_CASE("towers on one shared Device wait on the host once a step, staged, and
   const std::vector<float> at_once = train_all(false, nullptr);
   REQUIRE(late.size() == at_once.size());
   CHECK(late == at_once);  // every step's loss, in order, and the weights: bit for bit
-}
-
-TEST_CASE("models built from roots sharing a TowerDevicePool run on the same Devices", "[towers]") {
-  for (const auto sharing : {vkt::TowerDevices::PerTower, vkt::TowerDevices::Shared}) {
-    INFO("shared device " << (sharing == vkt::TowerDevices::Shared));
-    vkt::Instance instance;
-    vkt::TowerDevicePool pool;
-    const auto replicated =
-        vkt::replicate_model_fn(model(false), {.devices = {0, 0}, .tower_devices = sharing});
-    const auto build = [&](vkt::Mode mode) {
-      vkt::ModelContext root(instance, {{"x", {{kBatch, 5}}}}, {{"y", {{kBatch}, vkt::DType::I32}}},
-                             {.seed = 5});
-      root.set_device_pool(&pool);
-      return replicated(root, {}, {}, mode, {}).run;
-    };
-    const auto train = build(vkt::Mode::Train);
-    const auto eval = build(vkt::Mode::Eval);
-    for (int i = 0; i < 2; ++i) {
-      CHECK(&train->tower_graph(i).device() == &eval->tower_graph(i).device());
-    }
-    CHECK((&train->tower_graph(0).device() == &train->tower_graph(1).device()) ==
-          (sharing == vkt::TowerDevices::Shared));
-    // Both work on them, one after the other.
-    const HostBatch features{
-        {"x", HostTensor::floats({kBatch, 5}, std::vector<float>(kBatch * 5, 0.5f))}};
-    const HostBatch labels{{"y", HostTensor::ints({kBatch}, std::vector<std::int32_t>(kBatch, 1))}};
-    train->train_step(features, labels);
-    eval->evaluate_step(features, labels);
-    CHECK(std::isfinite(train->loss()));
-    CHECK(std::isfinite(eval->metrics().at("loss")));
-  }
 }

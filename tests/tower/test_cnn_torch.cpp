@@ -31,6 +31,7 @@
 
 #include "../test_support.h"
 #include "../torch_support.h"
+#include "../tower_devices.h"
 
 using vkt::HostTensor;
 using vkt::Tensor;
@@ -114,6 +115,7 @@ TEST_CASE("a CNN with batch norm trained by Adam on 1 tower matches PyTorch in f
   const auto replicated = vkt::replicate_model_fn(cnn, {.devices = {0}});
   vkt::ModelContext root(instance, {{"x", {{kBatch, kSide, kSide, 1}}}},
                          {{"y", {{kBatch}, vkt::DType::I32}}});
+  root.set_device_pool(&vkt::test::tower_devices());
   const vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
 
   for (const auto& [name, shape] : kVariables) {

@@ -268,6 +268,7 @@ TEST_CASE(
   vkt::RunConfig config = quiet(dir.path);
   config.log_step_count_steps = 2;
   config.save_summary_steps = 2;
+  config.plot_loss = true;
   vkt::Estimator estimator(vkt::replicate_model_fn(mlp, {.devices = towers(2)}), config,
                            {{"lr", 0.01}});
   estimator.train(training_input(data, 4), {.steps = 5});
@@ -295,7 +296,6 @@ TEST_CASE(
   // plot_loss off: the same files but the picture.
   TempDir unplotted;
   vkt::RunConfig no_plot = quiet(unplotted.path);
-  no_plot.plot_loss = false;
   vkt::Estimator plain(vkt::replicate_model_fn(mlp, {.devices = towers(2)}), no_plot,
                        {{"lr", 0.01}});
   plain.train(training_input(data, 4), {.steps = 2});

@@ -15,6 +15,7 @@
 #include <vktower/tower/tower_run.h>
 
 #include "../test_support.h"
+#include "../tower_devices.h"
 
 using vkt::HostBatch;
 using vkt::HostTensor;
@@ -77,6 +78,7 @@ std::shared_ptr<vkt::TowerRun> build(vkt::Instance& instance, int towers, vkt::M
       classifier, {.devices = std::vector<std::uint32_t>(static_cast<std::size_t>(towers), 0)});
   vkt::ModelContext root(instance, {{"x", {{kBatch, kIn}}}},
                          {{"y", {{kBatch, 1}}}, {"cls", {{kBatch}, vkt::DType::I32}}}, {.seed = 4});
+  root.set_device_pool(&vkt::test::tower_devices());
   return replicated(root, {}, {}, mode, {}).run;
 }
 
@@ -177,6 +179,7 @@ TEST_CASE("the merged spec carries the last tower's hooks, and export outputs ar
   const auto replicated = vkt::replicate_model_fn(classifier, {.devices = {0, 0, 0}});
   vkt::ModelContext root(instance, {{"x", {{6, kIn}}}},
                          {{"y", {{6, 1}}}, {"cls", {{6}, vkt::DType::I32}}});
+  root.set_device_pool(&vkt::test::tower_devices());
   // One model's hooks, run once per step: the last tower's, as TensorFlow takes them.
   const vkt::EstimatorSpec merged = replicated(root, {}, {}, vkt::Mode::Predict, {});
   REQUIRE(merged.training_hooks.size() == 1);

@@ -21,6 +21,7 @@
 
 #include "../estimator_support.h"
 #include "../test_support.h"
+#include "../tower_devices.h"
 
 using vkt::HostTensor;
 using vkt::Tensor;
@@ -63,13 +64,7 @@ vkt::ModelFn dropout_mlp(float rate) {
 }
 
 vkt::RunConfig quiet(const std::string& dir) {
-  return {.model_dir = dir,
-          .random_seed = 9,
-          .save_checkpoints_steps = 0,
-          .log_step_count_steps = 0,
-          .save_summary_steps = 0,
-          .progress = false,
-          .plot_loss = false};
+  return vkt::test::quiet_config(dir, 9);
 }
 
 vkt::InputFn training_input(const vkt::Dataset& data) {

@@ -31,6 +31,7 @@
 #include "../../samples/vkt_gpt/gpt_model.h"
 #include "../test_support.h"
 #include "../torch_support.h"
+#include "../tower_devices.h"
 
 using vkt::HostTensor;
 
@@ -100,6 +101,7 @@ TEST_CASE(
   const auto replicated = vkt::replicate_model_fn(gpt_model, {.devices = {0}});
   vkt::ModelContext root(instance, {{"tokens", {{kBatch, kTime}, vkt::DType::I32}}},
                          {{"next", {{kBatch, kTime}, vkt::DType::I32}}}, {.seed = 3});
+  root.set_device_pool(&vkt::test::tower_devices());
   const vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, to_params(settings));
 
   std::vector<std::string> names;

@@ -20,6 +20,7 @@
 #include "../estimator_support.h"
 #include "../gpt_fixture.h"
 #include "../test_support.h"
+#include "../tower_devices.h"
 
 using vkt::HostTensor;
 using vkt::Tensor;
@@ -31,13 +32,7 @@ using vkt::test::token_windows;
 namespace {
 
 vkt::RunConfig quiet(const std::string& dir) {
-  return {.model_dir = dir,
-          .random_seed = 4,
-          .save_checkpoints_steps = 0,
-          .log_step_count_steps = 0,
-          .save_summary_steps = 0,
-          .progress = false,
-          .plot_loss = false};
+  return vkt::test::quiet_config(dir, 4);
 }
 
 vkt::ModelFn on_towers(int towers, vkt::VariableMode mode) {

@@ -19,6 +19,7 @@
 
 #include "../mlp_fixture.h"
 #include "../test_support.h"
+#include "../tower_devices.h"
 
 using Catch::Matchers::Contains;
 using vkt::HostBatch;
@@ -48,6 +49,7 @@ struct Training {
       : root(instance, {{"x", {{kBatch, kIn}}}}, {{"y", {{kBatch}, vkt::DType::I32}}},
              {.seed = 3}) {
     root.set_distribution({.accumulate_steps = accumulate});
+    root.set_device_pool(&vkt::test::tower_devices());
     const auto replicated = vkt::replicate_model_fn(
         vkt::test::adam_mlp, {.devices = std::vector<std::uint32_t>(towers, 0),
                               .variable_mode = mode,

@@ -12,6 +12,7 @@
 
 #include "../mlp_fixture.h"
 #include "../test_support.h"
+#include "../tower_devices.h"
 
 namespace {
 
@@ -23,6 +24,7 @@ std::vector<std::vector<float>> train(const std::vector<vkt::DeviceOptions>& opt
   vkt::Instance instance;
   const vkt::test::MlpBatches data(steps, 11, kBatch, kIn);
   vkt::ModelContext root(instance, {{"x", {{kBatch, kIn}}}}, {{"y", {{kBatch}, vkt::DType::I32}}});
+  root.set_device_pool(&vkt::test::tower_devices());
   vkt::EstimatorSpec spec = vkt::replicate_model_fn(
       vkt::test::adam_mlp, {.devices = std::vector<std::uint32_t>(options.size(), 0),
                             .variable_mode = mode,

@@ -13,6 +13,7 @@
 #include "../graph/matmul_variant_scope.h"
 #include "../mlp_fixture.h"
 #include "../test_support.h"
+#include "../tower_devices.h"
 
 using Catch::Matchers::Contains;
 using vkt::HostBatch;
@@ -43,6 +44,7 @@ std::vector<std::vector<float>> train(const Batches& data, int towers, Precision
                                                    .exchange_dtype = exchange});
   vkt::ModelContext root(instance, {{"x", {{kBatch, kIn}}}}, {{"y", {{kBatch}, vkt::DType::I32}}},
                          {.seed = 9});
+  root.set_device_pool(&vkt::test::tower_devices());
   vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
   // The policy reached the towers: their products' operands are cast to the
   // half type (or, on the texel kernel, rounded to it in place).
@@ -124,6 +126,7 @@ TEST_CASE("a half precision on a device without 16-bit storage names the device 
                             .precision = Precision::F16,
                             .device_options = vkt::DeviceOptions{.disable_16bit_storage = true}});
   vkt::ModelContext root(instance, {{"x", {{kBatch, kIn}}}}, {{"y", {{kBatch}, vkt::DType::I32}}});
+  root.set_device_pool(&vkt::test::tower_devices());
   const std::string error =
       vkt::test::error_of([&] { (void)replicated(root, {}, {}, vkt::Mode::Train, {}); });
   CHECK_THAT(error, Contains("fp16") && Contains("device 0") && Contains("16-bit storage") &&
@@ -185,6 +188,7 @@ TEST_CASE(
                                                       .weight_copy_dtype = copies});
     vkt::ModelContext root(instance, {{"x", {{kBatch, kIn}}}}, {{"y", {{kBatch}, vkt::DType::I32}}},
                            {.seed = 9});
+    root.set_device_pool(&vkt::test::tower_devices());
     vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
     for (std::size_t s = 0; s < data.xs.size(); ++s) spec.run->train_step(data.xs[s], data.ys[s]);
     std::vector<std::vector<float>> master, tower;
@@ -217,6 +221,7 @@ TEST_CASE(
   const auto replicated = vkt::replicate_model_fn(
       vkt::test::adam_mlp, {.devices = {0, 0}, .weight_copy_dtype = vkt::DType::I32});
   vkt::ModelContext root(instance, {{"x", {{kBatch, kIn}}}}, {{"y", {{kBatch}, vkt::DType::I32}}});
+  root.set_device_pool(&vkt::test::tower_devices());
   CHECK_THAT(vkt::test::error_of([&] { (void)replicated(root, {}, {}, vkt::Mode::Train, {}); }),
              Contains("weight_copy_dtype is i32") && Contains("--weight-copy-dtype"));
 }

@@ -16,6 +16,8 @@
 #include <vktower/tower/replicate.h>
 #include <vktower/tower/tower_run.h>
 
+#include "../tower_devices.h"
+
 using vkt::HostBatch;
 using vkt::HostTensor;
 using vkt::Tensor;
@@ -49,6 +51,7 @@ std::vector<std::vector<float>> train(int towers, const std::vector<HostBatch>& 
       vkt::replicate_model_fn(pool_model, {.devices = std::vector<std::uint32_t>(towers, 0)});
   vkt::ModelContext root(instance, {{"x", {{kBatch, kH, kW, kC}}}},
                          {{"y", {{kBatch}, vkt::DType::I32}}}, {.seed = 3});
+  root.set_device_pool(&vkt::test::tower_devices());
   vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
   for (int s = 0; s < kSteps; ++s) spec.run->train_step(xs[s], ys[s]);
   std::vector<std::vector<float>> vars;

@@ -21,6 +21,7 @@
 #include "../env_scope.h"
 #include "../mlp_fixture.h"
 #include "../test_support.h"
+#include "../tower_devices.h"
 
 using Catch::Matchers::Contains;
 using vkt::HostBatch;
@@ -44,6 +45,7 @@ struct Run {
   Run(const vkt::ModelFn& fn, vkt::ReplicateOptions options, std::int64_t batch = 2) {
     const auto replicated = vkt::replicate_model_fn(fn, std::move(options));
     vkt::ModelContext root(instance, {{"x", {{batch, 1}}}}, {{"y", {{batch, 1}}}});
+    root.set_device_pool(&vkt::test::tower_devices());
     spec = replicated(root, {}, {}, vkt::Mode::Train, {});
   }
   void step(std::vector<float> x, std::vector<float> y) {
@@ -206,6 +208,7 @@ TEST_CASE("an MLP trained with Adam on N towers matches 1 tower on the same glob
         {.devices = std::vector<std::uint32_t>(n, 0), .variable_mode = variable_mode});
     vkt::ModelContext root(instance, {{"x", {{batch, in}}}}, {{"y", {{batch}, vkt::DType::I32}}},
                            {.seed = 9});
+    root.set_device_pool(&vkt::test::tower_devices());
     vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
     for (int s = 0; s < 20; ++s) spec.run->train_step(xs[s], ys[s]);
     std::vector<std::vector<float>> vars;
@@ -300,6 +303,7 @@ TEST_CASE("a replicated run saves and restores: 10 + restart + 10 steps equal 20
           vkt::replicate_model_fn(model, {.devices = {0, 0}, .variable_mode = mode});
       vkt::ModelContext root(instance, {{"x", {{batch, 3}}}}, {{"y", {{batch, 1}}}},
                              {.seed = seed});
+      root.set_device_pool(&vkt::test::tower_devices());
       return replicated(root, {}, {}, vkt::Mode::Train, {}).run;
     };
     vkt::Instance instance;

@@ -13,6 +13,7 @@
 
 #include "../mlp_fixture.h"
 #include "../test_support.h"
+#include "../tower_devices.h"
 
 namespace {
 
@@ -29,6 +30,7 @@ struct Run {
   explicit Run(vkt::DType copies)
       : root(instance, {{"x", {{kBatch, kIn}}}}, {{"y", {{kBatch}, vkt::DType::I32}}},
              {.seed = 9}) {
+    root.set_device_pool(&vkt::test::tower_devices());
     const auto replicated = vkt::replicate_model_fn(
         vkt::test::adam_mlp, {.devices = std::vector<std::uint32_t>(kTowers, 0),
                               .variable_mode = vkt::VariableMode::RoundRobin,

@@ -19,6 +19,7 @@
 #include <vktower/tower/tower_run.h>
 
 #include "../test_support.h"
+#include "../tower_devices.h"
 
 using Catch::Matchers::Contains;
 using vkt::HostBatch;
@@ -91,6 +92,7 @@ Trained train(Setup setup, int towers, const Batches& data, std::vector<float>* 
                      .devices = std::vector<std::uint32_t>(static_cast<std::size_t>(towers), 0)});
   vkt::ModelContext root(instance, {{"ids", {{kBatch, kIds}, vkt::DType::I32}}},
                          {{"y", {{kBatch}, vkt::DType::I32}}}, {.seed = 3});
+  root.set_device_pool(&vkt::test::tower_devices());
   vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
   if (initial) *initial = spec.run->variable("emb");
   Trained out;
@@ -169,6 +171,7 @@ TEST_CASE("sparse gradients on several towers need the shared parameter server",
           vkt::replicate_model_fn(model({}), {.devices = {0, 0}, .variable_mode = mode});
       vkt::ModelContext root(instance, {{"ids", {{kBatch, kIds}, vkt::DType::I32}}},
                              {{"y", {{kBatch}, vkt::DType::I32}}});
+      root.set_device_pool(&vkt::test::tower_devices());
       replicated(root, {}, {}, vkt::Mode::Train, {});
     });
     CHECK_THAT(error, Contains("variable 'emb' has a sparse (embedding) gradient"));

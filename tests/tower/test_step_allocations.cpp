@@ -19,6 +19,7 @@
 #include <vktower/tower/tower_run.h>
 #include "../env_scope.h"
 #include "../mlp_fixture.h"
+#include "../tower_devices.h"
 
 using vkt::HostBatch;
 using vkt::HostTensor;
@@ -48,6 +49,7 @@ std::shared_ptr<vkt::TowerRun> build(vkt::Instance& instance, int towers, vkt::V
        .variable_mode = mode});
   vkt::ModelContext root(instance, {{"x", {{kBatch, kIn}}}}, {{"y", {{kBatch}, vkt::DType::I32}}},
                          {.seed = 2});
+  root.set_device_pool(&vkt::test::tower_devices());
   root.set_distribution({.accumulate_steps = accumulate});
   return replicated(root, {}, {}, run_mode, {}).run;
 }

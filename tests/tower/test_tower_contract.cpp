@@ -17,6 +17,7 @@
 #include <vktower/tower/tower_run.h>
 
 #include "../test_support.h"
+#include "../tower_devices.h"
 
 using Catch::Matchers::Contains;
 using vkt::HostBatch;
@@ -44,6 +45,7 @@ HostBatch labels() {
 std::shared_ptr<vkt::TowerRun> build(vkt::Instance& instance, const vkt::ModelFn& fn,
                                      vkt::ReplicateOptions options, vkt::Mode mode) {
   vkt::ModelContext root(instance, {{"x", {{kBatch, 1}}}}, {{"y", {{kBatch, 1}}}});
+  root.set_device_pool(&vkt::test::tower_devices());
   return vkt::replicate_model_fn(fn, std::move(options))(root, {}, {}, mode, {}).run;
 }
 
@@ -334,6 +336,7 @@ TEST_CASE("the model's training hooks run once per step on 1, 2 and 3 towers",
     {
       vkt::Instance instance;
       vkt::ModelContext root(instance, {{"x", {{kBatch, 1}}}}, {{"y", {{kBatch, 1}}}});
+      root.set_device_pool(&vkt::test::tower_devices());
       const vkt::EstimatorSpec spec = vkt::replicate_model_fn(model, {.devices = devices(n)})(
           root, {}, {}, vkt::Mode::Train, {});
       REQUIRE(spec.training_hooks.size() == 1);

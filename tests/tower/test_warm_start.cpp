@@ -23,6 +23,7 @@
 
 #include "../shared_device.h"
 #include "../test_support.h"
+#include "../tower_devices.h"
 
 using Catch::Matchers::Contains;
 using vkt::HostTensor;
@@ -51,13 +52,7 @@ vkt::InputFn input(const vkt::Dataset& data) {
 }
 
 vkt::RunConfig quiet(const std::string& dir) {
-  return {.model_dir = dir,
-          .random_seed = 4,
-          .save_checkpoints_steps = 0,
-          .log_step_count_steps = 0,
-          .save_summary_steps = 0,
-          .progress = false,
-          .plot_loss = false};
+  return vkt::test::quiet_config(dir, 4);
 }
 
 /// Dense layers named `names` (the last one the logits), trained with Adam at
