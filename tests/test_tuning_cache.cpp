@@ -1,7 +1,6 @@
 // The tuning cache: round trips across Devices and runs, is shared by the
 // process's Devices, ignores a malformed or foreign file with a log line; and
 // default_cache_dir() finds the user's cache directory.
-#include <spdlog/sinks/ringbuffer_sink.h>
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
@@ -20,6 +19,7 @@
 #include <vktower/runtime/vulkan/instance.h>
 #include <vktower/runtime/vulkan/tuning_cache.h>
 #include "env_scope.h"
+#include "log_capture.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -28,30 +28,8 @@ using Values = std::vector<std::uint32_t>;
 
 namespace {
 
-// The log's lines of level info and above while it lives.
-class LogCapture {
- public:
-  LogCapture()
-      : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(16)),
-        level_(vkt::detail::log().level()) {
-    sink_->set_level(spdlog::level::info);
-    vkt::detail::log().set_level(spdlog::level::info);
-    vkt::detail::log().sinks().push_back(sink_);
-  }
-  ~LogCapture() {
-    vkt::detail::log().sinks().pop_back();
-    vkt::detail::log().set_level(level_);
-  }
-  LogCapture(const LogCapture&) = delete;
-  LogCapture& operator=(const LogCapture&) = delete;
-  std::vector<std::string> lines() const { return sink_->last_formatted(); }
-
- private:
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
-  spdlog::level::level_enum level_;
-};
-
 using vkt::test::EnvScope;
+using vkt::test::LogCapture;
 
 }  // namespace
 

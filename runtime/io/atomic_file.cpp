@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -68,6 +69,19 @@ void write_all(int fd, std::span<const char> bytes, const std::string& path) {
 }
 
 }  // namespace
+
+std::string_view atomic_write_target(std::string_view file_name) {
+  constexpr std::string_view kMark = ".tmp.";
+  constexpr std::size_t kRandom = 6;  // mkstemp's XXXXXX
+  if (file_name.size() <= kMark.size() + kRandom) return {};
+  const std::size_t mark = file_name.size() - kRandom - kMark.size();
+  if (file_name.substr(mark, kMark.size()) != kMark) return {};
+  const std::string_view random = file_name.substr(file_name.size() - kRandom);
+  const bool alnum = std::all_of(random.begin(), random.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  });
+  return alnum ? file_name.substr(0, mark) : std::string_view{};
+}
 
 void write_file_atomically(const std::string& path, std::span<const char> bytes) {
   const std::filesystem::path target(path);

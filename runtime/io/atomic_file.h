@@ -3,6 +3,7 @@
 
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "../vulkan/error.h"
 
@@ -26,5 +27,11 @@ class FileWriteError : public Error {
 /// EFBIG, EIO) leaves `path` as it was and removes the temporary file; only the
 /// directory's fsync fails after the rename, with the new file in place.
 void write_file_atomically(const std::string& path, std::span<const char> bytes);
+
+/// If `file_name` is the temporary file write_file_atomically makes for a
+/// target in the same directory (target + ".tmp." + six letters or digits),
+/// that target's name; else empty. Such a file outlives only a process killed
+/// mid-write (every failure the call reports removes its own).
+std::string_view atomic_write_target(std::string_view file_name);
 
 }  // namespace vkt

@@ -86,11 +86,11 @@ void save_checkpoint(std::span<Graph* const> graphs, std::uint64_t global_step,
 }
 
 std::uint64_t checkpoint_global_step(const std::string& path) {
-  return CheckpointFile::read(path, /*check_data=*/false).global_step();
+  return CheckpointFile::read_header(path).global_step();
 }
 
 std::vector<double> checkpoint_shard_weights(const std::string& path) {
-  return CheckpointFile::read(path, /*check_data=*/false).shard_weights();
+  return CheckpointFile::read_header(path).shard_weights();
 }
 
 void load_checkpoint(Graph& graph, const std::string& path, CheckpointMatch match) {

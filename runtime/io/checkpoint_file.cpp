@@ -82,7 +82,8 @@ std::uint64_t parse_decimal(const std::string& path, const char* key, const std:
   return v;
 }
 
-std::vector<char> read_whole_file(const std::string& path) {
+// The regular file `path`, opened, and its size.
+std::pair<std::ifstream, std::uint64_t> open_file(const std::string& path) {
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   if (ec || !fs::exists(status)) {
@@ -92,10 +93,20 @@ std::vector<char> read_whole_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   const std::uintmax_t size = fs::file_size(path, ec);
   if (!in || ec) refuse(path, "the file cannot be opened (check the path and its permissions)");
-  std::vector<char> bytes(static_cast<std::size_t>(size));
-  if (!in.read(bytes.data(), static_cast<std::streamsize>(size))) {
+  return {std::move(in), size};
+}
+
+// The next `bytes.size()` bytes of `in` into `bytes`.
+void read_into(const std::string& path, std::ifstream& in, std::span<char> bytes) {
+  if (!in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()))) {
     refuse(path, "reading the file failed (did it shrink while being read?)");
   }
+}
+
+std::vector<char> read_whole_file(const std::string& path) {
+  auto [in, size] = open_file(path);
+  std::vector<char> bytes(static_cast<std::size_t>(size));
+  read_into(path, in, bytes);
   return bytes;
 }
 
@@ -133,20 +144,30 @@ void check_contiguous(const std::string& path,
 
 // The JSON header (an object with vktower's metadata) and its length.
 // With `any_safetensors`, a header without vktower's metadata is returned as it is.
-std::pair<json, std::uint64_t> parse_header(const std::string& path, const std::vector<char>& file,
-                                            bool any_safetensors) {
-  if (file.size() < 8) {
+// The header length field of a file of `file_size` bytes whose first bytes
+// are `head` (at least 8 of them where the file has 8).
+std::uint64_t header_length(const std::string& path, std::span<const char> head,
+                            std::uint64_t file_size) {
+  if (file_size < 8) {
     refuse(path, fmt::format("it has {} bytes, fewer than the 8-byte header length (is the file "
                              "truncated?)",
-                             file.size()));
+                             file_size));
   }
   std::uint64_t header_size = 0;
-  std::memcpy(&header_size, file.data(), 8);
-  if (header_size > file.size() - 8) {
+  std::memcpy(&header_size, head.data(), 8);
+  if (header_size > file_size - 8) {
     refuse(path, fmt::format("its header length field says {} bytes but the file has only {} "
                              "after it (is the file truncated, or not a safetensors file?)",
-                             header_size, file.size() - 8));
+                             header_size, file_size - 8));
   }
+  return header_size;
+}
+
+// `file` holds at least the length field and the header of a file of
+// `file_size` bytes.
+std::pair<json, std::uint64_t> parse_header(const std::string& path, const std::vector<char>& file,
+                                            std::uint64_t file_size, bool any_safetensors) {
+  const std::uint64_t header_size = header_length(path, file, file_size);
   json header;
   try {
     header =
@@ -166,6 +187,19 @@ std::pair<json, std::uint64_t> parse_header(const std::string& path, const std::
            fmt::format("metadata \"format\" is {}, expected \"{}\"", quoted(format), kFormat));
   }
   return {std::move(header), header_size};
+}
+
+// The length field and the header alone: a checkpoint's metadata without
+// reading its data (a model's gigabytes), checked as read_whole_file's would be.
+std::vector<char> read_file_header(const std::string& path, std::uint64_t& file_size) {
+  auto [in, size] = open_file(path);
+  file_size = size;
+  std::vector<char> bytes(static_cast<std::size_t>(std::min<std::uint64_t>(size, 8)));
+  read_into(path, in, bytes);
+  const std::uint64_t header_size = header_length(path, bytes, size);
+  bytes.resize(static_cast<std::size_t>(8 + header_size));
+  read_into(path, in, std::span(bytes).subspan(8));
+  return bytes;
 }
 
 // The crc32 of the length field and the header, header_crc32's digits zeroed.
@@ -385,10 +419,18 @@ std::vector<char> encode_checkpoint(const std::string& path,
 
 CheckpointFile::CheckpointFile(std::string path, std::vector<char> bytes, bool check_data,
                                bool any_safetensors)
-    : path_(std::move(path)), bytes_(std::move(bytes)) {
-  const auto [header, header_size] = parse_header(path_, bytes_, any_safetensors);
+    : CheckpointFile(std::move(path), std::move(bytes), std::nullopt, check_data, any_safetensors) {
+}
+
+CheckpointFile::CheckpointFile(std::string path, std::vector<char> bytes,
+                               std::optional<std::uint64_t> file_size, bool check_data,
+                               bool any_safetensors)
+    : path_(std::move(path)), bytes_(std::move(bytes)), has_data_(!file_size) {
+  if (!has_data_ && check_data) throw Error("internal: a checkpoint's data checked unread");
+  const auto [header, header_size] =
+      parse_header(path_, bytes_, file_size.value_or(bytes_.size()), any_safetensors);
   data_offset_ = 8 + header_size;
-  const std::uint64_t data_size = bytes_.size() - data_offset_;
+  const std::uint64_t data_size = file_size.value_or(bytes_.size()) - data_offset_;
   for (const auto& [name, value] : header.items()) {
     if (name != "__metadata__") {
       entries_.emplace(
@@ -422,7 +464,14 @@ CheckpointFile CheckpointFile::read(const std::string& path, bool check_data,
   return CheckpointFile(path, read_whole_file(path), check_data, any_safetensors);
 }
 
+CheckpointFile CheckpointFile::read_header(const std::string& path, bool any_safetensors) {
+  std::uint64_t file_size = 0;
+  std::vector<char> head = read_file_header(path, file_size);
+  return CheckpointFile(path, std::move(head), file_size, false, any_safetensors);
+}
+
 std::vector<float> CheckpointFile::values(const std::string& name) const {
+  if (!has_data_) throw Error("internal: values() of a checkpoint read by read_header()");
   const CheckpointEntry& e = entries_.at(name);
   if (is_half(e.dtype)) {
     std::vector<std::uint16_t> bits(static_cast<std::size_t>(e.shape.elements()));

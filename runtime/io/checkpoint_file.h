@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -73,6 +74,11 @@ class CheckpointFile {
   /// Reads and checks the file at `path`.
   static CheckpointFile read(const std::string& path, bool check_data = true,
                              bool any_safetensors = false);
+  /// Reads the length field and the header alone, every check of read()
+  /// without `check_data` (the entries against the file's size): the step,
+  /// the shard weights and the entries of a model's checkpoint without reading
+  /// its data. values() is an error.
+  static CheckpointFile read_header(const std::string& path, bool any_safetensors = false);
 
   const std::string& path() const { return path_; }
   std::uint64_t global_step() const { return step_; }
@@ -84,8 +90,14 @@ class CheckpointFile {
   std::vector<float> values(const std::string& name) const;
 
  private:
+  // `file_size`: `bytes` are its first bytes, the header's end at least (no
+  // data); none: `bytes` are the whole file.
+  CheckpointFile(std::string path, std::vector<char> bytes, std::optional<std::uint64_t> file_size,
+                 bool check_data, bool any_safetensors);
+
   std::string path_;
   std::vector<char> bytes_;
+  bool has_data_ = true;
   std::uint64_t data_offset_ = 0;
   std::map<std::string, CheckpointEntry> entries_;
   std::uint64_t step_ = 0;

@@ -18,7 +18,8 @@ using nlohmann::json;
 constexpr std::string_view kPrefix = "ckpt-";
 constexpr std::string_view kSuffix = ".safetensors";
 
-// ckpt-<decimal without leading zeros>.safetensors, exactly.
+}  // namespace
+
 bool is_checkpoint_file_name(std::string_view name) {
   if (name.size() <= kPrefix.size() + kSuffix.size() || !name.starts_with(kPrefix) ||
       !name.ends_with(kSuffix)) {
@@ -32,8 +33,6 @@ bool is_checkpoint_file_name(std::string_view name) {
          digits.find_first_not_of("0123456789") == std::string_view::npos &&
          checkpoint_file_name(step) == name;
 }
-
-}  // namespace
 
 std::string checkpoint_file_name(std::uint64_t step) {
   return fmt::format("{}{}{}", kPrefix, step, kSuffix);

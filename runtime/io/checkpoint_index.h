@@ -6,12 +6,15 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace vkt::detail {
 
 /// The file name of the checkpoint of `step`: ckpt-<step>.safetensors.
 std::string checkpoint_file_name(std::uint64_t step);
+/// True for checkpoint_file_name(step) of some step, exactly (no leading zeros).
+bool is_checkpoint_file_name(std::string_view name);
 
 /// The checkpoint file names `text` (the contents of the index file `path`)
 /// lists, oldest first. Each must be a checkpoint_file_name (never a path: the

@@ -54,6 +54,26 @@ std::vector<std::string> CheckpointManager::read_index() const {
   return detail::parse_checkpoint_index(text.str(), index_path());
 }
 
+CheckpointManager::Removed CheckpointManager::remove_interrupted_saves() {
+  Removed removed;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir_, ec)) {
+    const std::string name = e.path().filename().string();
+    const std::string_view target = atomic_write_target(name);
+    if (target.empty() || !(target == "checkpoint" || detail::is_checkpoint_file_name(target))) {
+      continue;
+    }
+    std::error_code file_ec;
+    if (!e.is_regular_file(file_ec)) continue;
+    const std::uintmax_t bytes = e.file_size(file_ec);
+    const bool sized = !file_ec;
+    if (!fs::remove(e.path(), file_ec)) continue;  // gone already, or not ours to remove
+    ++removed.files;
+    if (sized) removed.bytes += bytes;
+  }
+  return removed;
+}
+
 std::string CheckpointManager::save(Graph& graph) {
   return save(graph.global_step(), [&](const std::string& path) { save_checkpoint(graph, path); });
 }

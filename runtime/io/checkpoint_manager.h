@@ -7,6 +7,7 @@
 //   ...
 //   ckpt.save(graph);  // model/ckpt-<step>.safetensors
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -41,6 +42,21 @@ class CheckpointManager {
   std::optional<std::string> latest() const;
   /// Loads latest() into `graph` (see load_checkpoint); false when there is none.
   bool restore_latest(Graph& graph);
+
+  /// What remove_interrupted_saves() removed.
+  struct Removed {
+    std::size_t files = 0;
+    std::uintmax_t bytes = 0;
+  };
+  /// Deletes the temporary files that saves killed mid-write (SIGKILL, a
+  /// preempted machine) left in the directory: a checkpoint's or the index's
+  /// name followed by ".tmp." and six letters or digits. Nothing else is
+  /// touched. Call it only in the one process that saves to the directory,
+  /// before its first save: another's save in progress would lose its file.
+  ///
+  ///   vkt::CheckpointManager ckpt("model", 5);
+  ///   ckpt.remove_interrupted_saves();  // a restarted job's first step
+  Removed remove_interrupted_saves();
 
   const std::string& directory() const { return dir_; }
 

@@ -25,6 +25,7 @@
 #include <vktower/runtime/graph/ops/reduce.h>
 #include <vktower/runtime/io/atomic_file.h>
 #include <vktower/runtime/io/checkpoint.h>
+#include <vktower/runtime/io/checkpoint_file.h>
 #include <vktower/runtime/io/checkpoint_manager.h>
 
 #include "../shared_device.h"
@@ -271,6 +272,90 @@ TEST_CASE("files left by a crashed save do not break loading the previous checkp
   CHECK(manager.latest() == dir / "ckpt-3.safetensors");
   vkt::load_checkpoint(fresh.graph, *manager.latest());
   CHECK(fresh.graph.global_step() == 3);
+}
+
+TEST_CASE("remove_interrupted_saves deletes what killed saves left there, and nothing else") {
+  TempDir dir;
+  auto m = trained(2);
+  vkt::CheckpointManager manager(dir.path.string(), 3);
+  manager.save(m->graph);
+  const std::vector<std::string> leftovers = {
+      "ckpt-3.safetensors.tmp.Ab3dEf", "checkpoint.tmp.Xy9z01", "ckpt-40.safetensors.tmp.000000"};
+  // Not a killed save's: another program's, a name the manager never writes,
+  // a suffix mkstemp never makes, a directory.
+  const std::vector<std::string> kept = {
+      "metrics.csv.tmp.Ab3dEf",       "ckpt-03.safetensors.tmp.Ab3dEf",
+      "ckpt-3.safetensors.tmp.Ab3dE", "ckpt-3.safetensors.tmp.Ab-dEf",
+      "ckpt-3.safetensorstmp.Ab3dEf", "notes.txt"};
+  std::uintmax_t bytes = 0;
+  for (std::size_t i = 0; i < leftovers.size(); ++i) {
+    vkt::test::write_file(dir / leftovers[i], std::string(100 * (i + 1), 'x'));
+    bytes += 100 * (i + 1);
+  }
+  for (const std::string& name : kept) vkt::test::write_file(dir / name, std::string("keep"));
+  fs::create_directory(dir / "ckpt-5.safetensors.tmp.QQQQQQ");
+
+  const vkt::CheckpointManager::Removed removed = manager.remove_interrupted_saves();
+  CHECK(removed.files == 3);
+  CHECK(removed.bytes == bytes);
+  for (const std::string& name : leftovers) CHECK_FALSE(fs::exists(dir / name));
+  for (const std::string& name : kept) CHECK(fs::exists(dir / name));
+  CHECK(fs::is_directory(dir / "ckpt-5.safetensors.tmp.QQQQQQ"));
+  CHECK(manager.latest() == dir / "ckpt-2.safetensors");
+  Model fresh(8);
+  REQUIRE(manager.restore_latest(fresh.graph));
+  CHECK(snapshot(fresh.graph) == snapshot(m->graph));
+  CHECK(manager.remove_interrupted_saves().files == 0);
+}
+
+namespace {
+
+// Bytes this process has read through read() and the like so far (Linux's
+// /proc/self/io "rchar", which counts its own reading too: a few hundred).
+std::uint64_t bytes_read_so_far() {
+  std::ifstream io("/proc/self/io");
+  for (std::string key; io >> key;) {
+    std::uint64_t value = 0;
+    io >> value;
+    if (key == "rchar:") return value;
+  }
+  FAIL("/proc/self/io has no rchar");
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("checkpoint_global_step and checkpoint_shard_weights read the header alone") {
+  TempDir dir;
+  const std::string path = dir / "big.safetensors";
+  const std::vector<vkt::detail::CheckpointTensor> tensors = {
+      {"w", Shape{1024, 4096}, std::vector<float>(1024 * 4096, 0.5f)}, {"b", Shape{3}, {1, 2, 3}}};
+  const std::vector<double> shards = {3, 1};
+  vkt::test::write_file(path, vkt::detail::encode_checkpoint(path, tensors, 77, shards));
+
+  const std::uint64_t before = bytes_read_so_far();
+  CHECK(vkt::checkpoint_global_step(path) == 77);
+  CHECK(vkt::checkpoint_shard_weights(path) == shards);
+  const std::uint64_t read = bytes_read_so_far() - before;
+  CHECK(read < 64 * 1024);  // the file: 16 MiB
+  const vkt::detail::CheckpointFile header = vkt::detail::CheckpointFile::read_header(path);
+  CHECK(header.entries().at("w").end == 1024 * 4096 * 4);
+  CHECK(header.entries().at("b").shape == Shape{3});
+  CHECK_THAT(vkt::test::error_of([&] { (void)header.values("b"); }), Contains("read_header"));
+
+  // A data section cut short is refused as the whole read refuses it.
+  fs::resize_file(path, fs::file_size(path) - 4);
+  const std::string whole =
+      vkt::test::error_of([&] { vkt::detail::CheckpointFile::read(path, false); });
+  CHECK_THAT(whole, Contains("cannot be loaded"));
+  CHECK(vkt::test::error_of([&] { vkt::checkpoint_global_step(path); }) == whole);
+  // So is a header cut short, and a file shorter than the length field.
+  fs::resize_file(path, 20);
+  CHECK_THAT(vkt::test::error_of([&] { vkt::checkpoint_global_step(path); }),
+             Contains("its header length field says"));
+  fs::resize_file(path, 5);
+  CHECK_THAT(vkt::test::error_of([&] { vkt::checkpoint_shard_weights(path); }),
+             Contains("it has 5 bytes, fewer than the 8-byte header length"));
 }
 
 TEST_CASE("a save killed at a random moment leaves a loadable checkpoint") {

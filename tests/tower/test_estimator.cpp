@@ -23,6 +23,7 @@
 #include <vktower/tower/hooks.h>
 #include <vktower/tower/replicate.h>
 
+#include "../log_capture.h"
 #include "../test_support.h"
 #include "estimator_models.h"
 
@@ -326,6 +327,29 @@ TEST_CASE("Estimator: train_and_evaluate evaluates every N steps and at the end"
                                             vkt::dataset_input(data, {.batch_size = 4}), 4);
              }),
              Contains("give the training steps or max_steps"));
+}
+
+TEST_CASE("Estimator: train removes the temporary files that killed saves left, and says so",
+          "[estimator]") {
+  const vkt::Dataset data = make_data(16, 9);
+  TempDir dir;
+  {
+    vkt::Estimator first(vkt::replicate_model_fn(mlp, {.devices = towers(1)}), quiet(dir.path));
+    first.train(training_input(data, 4), {.steps = 2});
+  }
+  // A job killed while saving step 4, then restarted.
+  vkt::test::write_file(dir / "ckpt-4.safetensors.tmp.Ab3dEf", std::string(3000, 'x'));
+  vkt::test::write_file(dir / "checkpoint.tmp.Xy9z01", std::string("{\"l"));
+  vkt::test::write_file(dir / "notes.tmp.Ab3dEf", std::string("the user's"));
+  const vkt::test::LogCapture log;
+  vkt::Estimator again(vkt::replicate_model_fn(mlp, {.devices = towers(1)}), quiet(dir.path));
+  again.train(training_input(data, 4), {.steps = 2});
+  CHECK(log.said("removed 2 temporary file(s) (0.0 MiB) that interrupted saves left in"));
+  CHECK_FALSE(fs::exists(dir / "ckpt-4.safetensors.tmp.Ab3dEf"));
+  CHECK_FALSE(fs::exists(dir / "checkpoint.tmp.Xy9z01"));
+  CHECK(fs::exists(dir / "notes.tmp.Ab3dEf"));
+  CHECK(fs::exists(dir / "ckpt-4.safetensors"));
+  CHECK(again.global_step() == 4);
 }
 
 TEST_CASE("Estimator: without a model_dir it trains in a temporary directory, removed with it",
