@@ -37,18 +37,17 @@ void check_train_spec(const TrainSpec& spec) {
 
 // Going on after a failed save would train steps that no checkpoint keeps, so
 // training stops, saying where a restart picks up.
-[[noreturn]] void stop_at_failed_save(std::uint64_t step, const std::string& why,
-                                      const std::optional<std::string>& intact) {
+std::string failed_save(std::uint64_t step, const std::string& why,
+                        const std::optional<std::string>& intact) {
   const std::string resume =
       intact ? fmt::format(
                    "training again with the same model_dir (a new process or Estimator) "
                    "resumes from the last intact checkpoint '{}'",
                    *intact)
              : std::string("no checkpoint was saved before, so training again starts over");
-  throw FileWriteError(
-      fmt::format("training stopped at global step {}, its checkpoint could not be saved: "
-                  "{}; {}",
-                  step, why, resume));
+  return fmt::format(
+      "training stopped at global step {}, its checkpoint could not be saved: {}; {}", step, why,
+      resume);
 }
 
 }  // namespace
@@ -125,19 +124,27 @@ std::optional<std::uint64_t> Estimator::train_to(const InputFn& input_fn, const 
 
   const std::vector<std::shared_ptr<TrainingHook>> hooks = training_hooks(b, spec, step_examples);
   CheckpointManager checkpoints(config_.model_dir, config_.keep_checkpoint_max);
+  // Rank 0 writes; every rank holds the same variables. A failed save stops
+  // every rank at this step with rank 0's message, rather than leaving the
+  // others to time out in the next step's exchange.
   const auto save = [&] {
-    if (!chief()) {  // rank 0 writes; every rank holds the same variables
-      b.restored = "rank 0's checkpoint";
-      return;
+    std::string path, failed;
+    if (chief()) {
+      try {
+        path =
+            checkpoints.save(run.global_step(), [&](const std::string& file) { run.save(file); });
+      } catch (const FileWriteError& e) {  // a lost device goes on as it is
+        failed = failed_save(run.global_step(), e.what(), b.restored);
+      }
     }
-    std::string path;
-    try {
-      path = checkpoints.save(run.global_step(), [&](const std::string& file) { run.save(file); });
-    } catch (const FileWriteError& e) {  // a lost device goes on as it is
-      stop_at_failed_save(run.global_step(), e.what(), b.restored);
+    if (processes_) {
+      failed = processes_->broadcast(
+          failed, 0,
+          fmt::format("step {}: whether rank 0 saved its checkpoint", run.global_step()));
     }
-    b.restored = path;
-    detail::log().debug("saved {}", path);
+    if (!failed.empty()) throw FileWriteError(failed);
+    b.restored = chief() ? path : "rank 0's checkpoint";
+    if (chief()) detail::log().debug("saved {}", path);
   };
 
   const bool late = takes_late_losses(hooks);

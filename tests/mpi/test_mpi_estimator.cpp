@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -147,6 +148,39 @@ TEST_CASE("2 processes x 2 towers refuse a global batch of 18 naming 18 and the 
              Contains("the global batch of 18 examples") &&
                  Contains("does not divide among 4 towers (2 processes x 2); use a batch size "
                           "that is a multiple of 4"));
+}
+
+TEST_CASE("rank 0's failed save stops every rank at that step with its message, not a timeout",
+          "[mpi]") {
+  vkt::ProcessGroup& world = vkt::mpi_world();
+  TempDir dir;
+  // Rank 0's checkpoint of step 4 cannot take its name: a directory holds it.
+  if (world.rank() == 0) fs::create_directory(dir.path / "ckpt-4.safetensors");
+  vkt::Estimator estimator(vkt::replicate_model_fn(mlp, {.devices = {0}}),
+                           {.model_dir = dir.path.string(),
+                            .random_seed = 5,
+                            .save_checkpoints_steps = 2,
+                            .log_step_count_steps = 0,
+                            .progress = false,
+                            .plot_loss = false,
+                            .mpi = true,
+                            .process_timeout_s = 30});
+  const auto started = std::chrono::steady_clock::now();
+  const std::string error = vkt::test::error_of([&] {
+    estimator.train(vkt::dataset_input(
+                        make_data(),
+                        {.batch_size = 8, .epochs = 0, .shuffle_seed = 11, .drop_remainder = true}),
+                    {.max_steps = 8});
+  });
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  CHECK_THAT(error,
+             Contains("training stopped at global step 4, its checkpoint could not be saved") &&
+                 Contains("ckpt-4.safetensors") && Contains("ckpt-2.safetensors"));
+  // Every rank says the same, and none waited for the exchange to time out.
+  const std::vector<std::string> all = world.allgather(error, "the failed save's messages");
+  CHECK(std::all_of(all.begin(), all.end(), [&](const std::string& e) { return e == error; }));
+  CHECK(seconds < 30);
 }
 
 TEST_CASE(
