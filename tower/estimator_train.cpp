@@ -251,7 +251,14 @@ std::optional<std::uint64_t> Estimator::train_to(const InputFn& input_fn, const 
     run.discard_micro_batches();
   }
   // A temporary model_dir goes with a stopped run: nothing to save there.
-  if ((saved_at != step || !b.restored) && !(stopped_by != 0 && own_model_dir_)) save();
+  if ((saved_at != step || !b.restored) && !(stopped_by != 0 && own_model_dir_)) {
+    try {
+      save();
+    } catch (...) {  // the log still ends at the last step, as after a failure in the loop
+      if (log_) log_->finish(step, loss);
+      throw;
+    }
+  }
   for (const auto& hook : hooks) hook->end();
   log_loss_scale(run);
   if (log_) log_->finish(step, loss);

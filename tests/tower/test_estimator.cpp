@@ -352,6 +352,21 @@ TEST_CASE("Estimator: train removes the temporary files that killed saves left, 
   CHECK(again.global_step() == 4);
 }
 
+TEST_CASE("Estimator: a failed final save still ends metrics.csv at the last step", "[estimator]") {
+  const vkt::Dataset data = make_data(16, 9);
+  TempDir dir;
+  fs::create_directory(dir / "ckpt-3.safetensors");  // the final checkpoint cannot take its name
+  vkt::Estimator estimator(vkt::replicate_model_fn(mlp, {.devices = towers(1)}), quiet(dir.path));
+  CHECK_THAT(error_of([&] { estimator.train(training_input(data, 4), {.steps = 3}); }),
+             Contains("training stopped at global step 3, its checkpoint could not be saved") &&
+                 Contains("no checkpoint was saved before"));
+  std::ifstream in(dir / "metrics.csv");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  REQUIRE(lines.size() == 2);
+  CHECK_THAT(lines[1], StartsWith("3,train,loss,"));
+}
+
 TEST_CASE("Estimator: without a model_dir it trains in a temporary directory, removed with it",
           "[estimator][device-matrix]") {
   std::string dir;
