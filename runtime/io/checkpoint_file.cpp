@@ -142,8 +142,6 @@ void check_contiguous(const std::string& path,
   }
 }
 
-// The JSON header (an object with vktower's metadata) and its length.
-// With `any_safetensors`, a header without vktower's metadata is returned as it is.
 // The header length field of a file of `file_size` bytes whose first bytes
 // are `head` (at least 8 of them where the file has 8).
 std::uint64_t header_length(const std::string& path, std::span<const char> head,
@@ -163,8 +161,10 @@ std::uint64_t header_length(const std::string& path, std::span<const char> head,
   return header_size;
 }
 
-// `file` holds at least the length field and the header of a file of
-// `file_size` bytes.
+// The JSON header (an object with vktower's metadata) and its length, from
+// `file`: at least the length field and the header of a file of `file_size`
+// bytes. With `any_safetensors`, a header without vktower's metadata is
+// returned as it is.
 std::pair<json, std::uint64_t> parse_header(const std::string& path, const std::vector<char>& file,
                                             std::uint64_t file_size, bool any_safetensors) {
   const std::uint64_t header_size = header_length(path, file, file_size);
