@@ -14,14 +14,16 @@
 
 namespace vkt::test {
 
-/// The log's last `capacity` lines of level info and above while it lives.
+/// The log's last `capacity` lines of `level` and above while it lives (the
+/// log's own level set to `level` meanwhile).
 class LogCapture {
  public:
-  explicit LogCapture(std::size_t capacity = 64)
+  explicit LogCapture(spdlog::level::level_enum level = spdlog::level::info,
+                      std::size_t capacity = 64)
       : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(capacity)),
         level_(vkt::detail::log().level()) {
-    sink_->set_level(spdlog::level::info);
-    vkt::detail::log().set_level(spdlog::level::info);
+    sink_->set_level(level);
+    vkt::detail::log().set_level(level);
     vkt::detail::log().sinks().push_back(sink_);
   }
   ~LogCapture() {

@@ -1,6 +1,5 @@
 // The on-disk Vulkan pipeline cache: a warm start computes what a cold one
 // does, and a damaged or foreign file is ignored with a log line, then rewritten.
-#include <spdlog/sinks/ringbuffer_sink.h>
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -20,6 +19,7 @@
 #include <vktower/runtime/vulkan/device.h>
 #include <vktower/runtime/vulkan/instance.h>
 #include <vktower/runtime/vulkan/pipeline_cache.h>
+#include "log_capture.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -48,22 +48,15 @@ struct Run {
 
 // One Device on `dir` from creation to destruction (which saves the cache).
 Run run_with_cache(const fs::path& dir) {
-  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(16);
-  sink->set_level(spdlog::level::warn);
-  spdlog::logger& log = vkt::detail::log();
-  log.sinks().push_back(sink);
+  const vkt::test::LogCapture warnings(spdlog::level::warn);
   Run run;
-  try {
+  {
     vkt::Instance instance;
     vkt::Device device(instance, 0, vkt::DeviceOptions{.cache_dir = dir});
     run.loaded_bytes = device.pipeline_cache_loaded_bytes();
     run.values = small_model(device);
-  } catch (...) {
-    log.sinks().pop_back();
-    throw;
   }
-  log.sinks().pop_back();
-  run.log = sink->last_formatted();
+  run.log = warnings.lines();
   return run;
 }
 

@@ -40,8 +40,7 @@
 #include <vktower/tower/replicate.h>
 #include <vktower/tower/training_log.h>
 
-#include <spdlog/sinks/ringbuffer_sink.h>
-
+#include "../log_capture.h"
 #include "../shared_device.h"
 #include "../test_support.h"
 
@@ -448,20 +447,17 @@ TEST_CASE("metrics.csv on a full filesystem: one warning, and the log goes on wi
   REQUIRE(fs::file_size(dir + "/metrics.csv") > 0);
   const auto before = fs::file_size(dir + "/metrics.csv");
 
-  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(16);
-  spdlog::logger& logger = vkt::detail::log();
-  const auto level = logger.level();
-  logger.set_level(spdlog::level::warn);
-  logger.sinks().push_back(sink);
-  disk.fill_leaving(0);
-  // Rows that no longer fit (a few hundred bytes past a full page) are
-  // dropped, said once, and nothing throws.
-  for (std::uint64_t step = 2; step < 200; ++step) {
-    CHECK_NOTHROW(log.evaluated(step, {{"loss", 0.25}, {"accuracy", 0.75}}));
+  std::vector<std::string> lines;
+  {
+    const vkt::test::LogCapture warnings(spdlog::level::warn);
+    disk.fill_leaving(0);
+    // Rows that no longer fit (a few hundred bytes past a full page) are
+    // dropped, said once, and nothing throws.
+    for (std::uint64_t step = 2; step < 200; ++step) {
+      CHECK_NOTHROW(log.evaluated(step, {{"loss", 0.25}, {"accuracy", 0.75}}));
+    }
+    lines = warnings.lines();
   }
-  logger.sinks().pop_back();
-  logger.set_level(level);
-  const std::vector<std::string> lines = sink->last_formatted();
   REQUIRE(lines.size() == 1);
   CHECK_THAT(lines[0], Contains("metrics.csv: writing '" + dir + "/metrics.csv' failed") &&
                            Contains("is the disk full?"));

@@ -3,8 +3,6 @@
 // lists, then on this machine.
 #include <catch2/catch.hpp>
 
-#include <spdlog/sinks/ringbuffer_sink.h>
-
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -15,6 +13,7 @@
 #include <vktower/tower/device_list.h>
 
 #include "../env_scope.h"
+#include "../log_capture.h"
 #include "../test_support.h"
 
 using Catch::Matchers::Contains;
@@ -161,19 +160,16 @@ TEST_CASE("on this machine the default run takes lavapipe, and VKT_DEVICES says 
   }
 
   // The override is logged once per process, naming the devices it chose.
-  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(16);
-  spdlog::logger& log = vkt::detail::log();
-  const auto level = log.level();
-  log.set_level(spdlog::level::info);
-  log.sinks().push_back(sink);
-  vkt::detail::forget_device_override_log();
-  devices.set("0,0");
-  CHECK(vkt::device_list_from_environment(instance, {0}) == Indices{0, 0});
-  CHECK(vkt::device_list_from_environment(instance) == Indices{0, 0});
-  devices.set(nullptr);
-  log.sinks().pop_back();
-  log.set_level(level);
-  const std::vector<std::string> lines = sink->last_formatted();
+  std::vector<std::string> lines;
+  {
+    const vkt::test::LogCapture log;
+    vkt::detail::forget_device_override_log();
+    devices.set("0,0");
+    CHECK(vkt::device_list_from_environment(instance, {0}) == Indices{0, 0});
+    CHECK(vkt::device_list_from_environment(instance) == Indices{0, 0});
+    devices.set(nullptr);
+    lines = log.lines();
+  }
   REQUIRE(lines.size() == 1);
   CHECK_THAT(lines[0], Contains("VKT_DEVICES='0,0' overrides the program's device choice (0)") &&
                            Contains("towers on devices 0,0 (" + instance.device(0).name + ")"));
