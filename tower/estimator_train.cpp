@@ -79,19 +79,7 @@ std::optional<std::uint64_t> Estimator::train_to(const InputFn& input_fn, const 
                        *last);
     return start;
   }
-  if (chief()) {
-    detail::check_writable(config_.model_dir);
-    // A killed save's temporary file would stay forever (a checkpoint's size
-    // each time a preempted job restarts); no other process saves here.
-    const CheckpointManager::Removed removed =
-        CheckpointManager(config_.model_dir, config_.keep_checkpoint_max)
-            .remove_interrupted_saves();
-    if (removed.files > 0) {
-      detail::log().info(
-          "removed {} temporary file(s) ({:.1f} MiB) that interrupted saves left in '{}'",
-          removed.files, static_cast<double>(removed.bytes) / (1 << 20), config_.model_dir);
-    }
-  }
+  if (chief()) detail::check_writable(config_.model_dir);
   const auto k = static_cast<std::uint64_t>(config_.accumulate_steps);
   if (start > std::numeric_limits<std::uint64_t>::max() / k) {
     throw Error(fmt::format(
@@ -124,6 +112,16 @@ std::optional<std::uint64_t> Estimator::train_to(const InputFn& input_fn, const 
 
   const std::vector<std::shared_ptr<TrainingHook>> hooks = training_hooks(b, spec, step_examples);
   CheckpointManager checkpoints(config_.model_dir, config_.keep_checkpoint_max);
+  if (chief()) {
+    // A killed save's temporary file would stay forever (a checkpoint's size
+    // each time a preempted job restarts); no other process saves here.
+    const CheckpointManager::Removed removed = checkpoints.remove_interrupted_saves();
+    if (removed.files > 0) {
+      detail::log().info(
+          "removed {} temporary file(s) ({:.1f} MiB) that interrupted saves left in '{}'",
+          removed.files, static_cast<double>(removed.bytes) / (1 << 20), config_.model_dir);
+    }
+  }
   // Rank 0 writes; every rank holds the same variables. A failed save stops
   // every rank at this step with rank 0's message, rather than leaving the
   // others to time out in the next step's exchange.

@@ -20,14 +20,14 @@ Device& TowerDevicePool::device(const Instance& root, const std::vector<std::uin
         static_cast<std::uint32_t>(std::count(devices.begin(), devices.end(), index));
   }
   for (const Owned& o : owned_) {
-    // A program may switch a Device's kernels after it is made: they count too.
-    const DeviceOptions& now = o.device->options();
-    if (o.index == index && o.shared == shared && o.occurrence == occurrence && o.options == made &&
-        now.matmul == made.matmul && now.row_kernels == made.row_kernels) {
+    // A Device's options as they are now: a program may have switched its
+    // kernels since it was made.
+    if (o.index == index && o.shared == shared && o.occurrence == occurrence &&
+        o.device->options() == made) {
       return *o.device;
     }
   }
-  Owned o{index, shared, occurrence, made, own_instance(root, index), nullptr};
+  Owned o{index, shared, occurrence, own_instance(root, index), nullptr};
   o.device = std::make_unique<Device>(*o.instance, index, made);
   owned_.push_back(std::move(o));
   return *owned_.back().device;

@@ -44,7 +44,6 @@ class TowerDevicePool {
     std::uint32_t index;
     bool shared;
     std::size_t occurrence;  // not shared: the k-th on `index`
-    DeviceOptions options;   // as made (shared: with its compute_queues)
     std::unique_ptr<Instance> instance;
     std::unique_ptr<Device> device;
   };

@@ -68,15 +68,18 @@ void write_all(int fd, std::span<const char> bytes, const std::string& path) {
   }
 }
 
+// A target's temporary file: its name, kTempMark, then mkstemp's six characters.
+constexpr std::string_view kTempMark = ".tmp.";
+constexpr std::string_view kTempRandom = "XXXXXX";
+
 }  // namespace
 
 std::string_view atomic_write_target(std::string_view file_name) {
-  constexpr std::string_view kMark = ".tmp.";
-  constexpr std::size_t kRandom = 6;  // mkstemp's XXXXXX
-  if (file_name.size() <= kMark.size() + kRandom) return {};
-  const std::size_t mark = file_name.size() - kRandom - kMark.size();
-  if (file_name.substr(mark, kMark.size()) != kMark) return {};
-  const std::string_view random = file_name.substr(file_name.size() - kRandom);
+  const std::size_t suffix = kTempMark.size() + kTempRandom.size();
+  if (file_name.size() <= suffix) return {};
+  const std::size_t mark = file_name.size() - suffix;
+  if (file_name.substr(mark, kTempMark.size()) != kTempMark) return {};
+  const std::string_view random = file_name.substr(mark + kTempMark.size());
   const bool alnum = std::all_of(random.begin(), random.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
   });
@@ -88,7 +91,9 @@ void write_file_atomically(const std::string& path, std::span<const char> bytes)
   std::filesystem::path dir = target.parent_path();
   if (dir.empty()) dir = ".";
   // Same directory as the target: rename() is atomic only within a filesystem.
-  std::string pattern = (dir / (target.filename().string() + ".tmp.XXXXXX")).string();
+  std::string pattern =
+      (dir / (target.filename().string() + std::string(kTempMark) + std::string(kTempRandom)))
+          .string();
   std::vector<char> name(pattern.begin(), pattern.end());
   name.push_back('\0');
 
