@@ -22,6 +22,7 @@
 #include "runtime/graph/executor.h"
 #include "runtime/graph/graph.h"
 #include "runtime/graph/half.h"
+#include "runtime/graph/precision_scope.h"
 #include "runtime/graph/ops/batch_norm.h"
 #include "runtime/graph/ops/cast.h"
 #include "runtime/graph/ops/conv.h"

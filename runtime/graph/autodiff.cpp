@@ -11,6 +11,7 @@
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
 #include "ops/shape_ops.h"
+#include "precision_scope.h"
 
 namespace vkt {
 namespace {
@@ -112,6 +113,9 @@ std::vector<Gradient> gradients(const Tensor& loss, const std::vector<Tensor>& v
       throw Error(fmt::format("gradients: '{}' received a sparse gradient but is not a variable",
                               output.name()));
     }
+    // A node's gradient computes as the node did: under the policy in effect
+    // when it was built, not the one in effect now.
+    const PrecisionScope precision(g, g.nodes()[n].precision);
     const std::vector<Gradient> dx = op->gradient(inputs, output, dy.dense);
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       if (dx[i].valid() && from_vars.count(inputs[i].id())) parts[inputs[i].id()].push_back(dx[i]);

@@ -7,6 +7,7 @@
 
 #include "../vulkan/device.h"
 #include "../vulkan/error.h"
+#include "precision_scope.h"
 
 namespace vkt {
 
@@ -20,31 +21,6 @@ const std::string& Tensor::name() const {
   return graph_->info(*this).name;
 }
 
-const char* to_string(Precision precision) {
-  switch (precision) {
-    case Precision::F32:
-      return "fp32";
-    case Precision::F16:
-      return "fp16";
-    case Precision::BF16:
-      return "bf16";
-  }
-  return "?";
-}
-
-Precision parse_precision(const std::string& text, const std::string& what) {
-  for (const Precision p : {Precision::F32, Precision::F16, Precision::BF16}) {
-    if (text == to_string(p)) return p;
-  }
-  throw Error(fmt::format("{}: '{}' is not a precision; give fp32, fp16 or bf16", what, text));
-}
-
-DType compute_dtype(Precision precision) {
-  return precision == Precision::F16    ? DType::F16
-         : precision == Precision::BF16 ? DType::BF16
-                                        : DType::F32;
-}
-
 std::size_t tensor_alignment(const Device& device) {
   const VkPhysicalDeviceLimits& limits = device.limits();
   return std::max<std::size_t>(
@@ -52,6 +28,7 @@ std::size_t tensor_alignment(const Device& device) {
 }
 
 Graph::Graph(Device& device, GraphOptions options) : device_(&device), options_(options) {
+  check_precision_device(device, options_.precision, "GraphOptions::precision");
   const std::size_t a = options_.arena_alignment;
   if ((a & (a - 1)) != 0) {
     throw Error(fmt::format("GraphOptions::arena_alignment {} is not a power of two", a));
@@ -229,7 +206,7 @@ Tensor Graph::add_node(std::unique_ptr<Op> op, std::vector<Tensor> inputs, const
   }
   const std::string name = fmt::format("{}{}_{}", scope_, op->type(), nodes_.size());
   Tensor out = add_tensor({shape, dtype, TensorKind::Op, name, static_cast<int>(nodes_.size())});
-  nodes_.push_back({std::move(op), std::move(inputs), out});
+  nodes_.push_back({std::move(op), std::move(inputs), out, options_.precision});
   return out;
 }
 

@@ -35,10 +35,29 @@ struct TensorInfo {
   int gradient_of = -1;  ///< variable tensor id, when autodiff made this its gradient
 };
 
+/// Where a graph computes its matrix products (the mixed-precision policy,
+/// as PyTorch's autocast and Keras' mixed_float16 / mixed_bfloat16): F32 =
+/// everything in f32; F16 or BF16 = matmul of f32 matrices and dense layers
+/// cast their operands to that type, multiply with f32 sums, and cast the
+/// product back to f32, while every other op (softmax, losses, norms,
+/// reductions, the optimizers) and the variables stay f32.
+enum class Precision { F32, F16, BF16 };
+
+/// "fp32", "fp16" or "bf16", as the samples' --precision flag spells them.
+const char* to_string(Precision precision);
+/// Parses "fp32", "fp16" or "bf16"; anything else is a vkt::Error naming
+/// `what` (the flag or field) and the three choices.
+Precision parse_precision(const std::string& text, const std::string& what);
+/// The half type a precision computes its products in (F32 for F32).
+DType compute_dtype(Precision precision);
+
 struct Node {
   std::unique_ptr<Op> op;
   std::vector<Tensor> inputs;
   Tensor output;
+  /// The policy in effect when the node was added (the graph's, or a
+  /// PrecisionScope's); autodiff builds the node's gradient under it.
+  Precision precision = Precision::F32;
 };
 
 struct Variable {
@@ -57,22 +76,6 @@ class GraphAttachment {
   virtual ~GraphAttachment() = default;
 };
 
-/// Where a graph computes its matrix products (the mixed-precision policy,
-/// as PyTorch's autocast and Keras' mixed_float16 / mixed_bfloat16): F32 =
-/// everything in f32; F16 or BF16 = matmul of f32 matrices and dense layers
-/// cast their operands to that type, multiply with f32 sums, and cast the
-/// product back to f32, while every other op (softmax, losses, norms,
-/// reductions, the optimizers) and the variables stay f32.
-enum class Precision { F32, F16, BF16 };
-
-/// "fp32", "fp16" or "bf16", as the samples' --precision flag spells them.
-const char* to_string(Precision precision);
-/// Parses "fp32", "fp16" or "bf16"; anything else is a vkt::Error naming
-/// `what` (the flag or field) and the three choices.
-Precision parse_precision(const std::string& text, const std::string& what);
-/// The half type a precision computes its products in (F32 for F32).
-DType compute_dtype(Precision precision);
-
 struct GraphOptions {
   std::uint64_t seed = 0;  ///< seeds variable initializers and dropout
   /// The row of the global batch that this graph's row 0 is (replicate_model_fn
@@ -82,7 +85,9 @@ struct GraphOptions {
   /// initializers ignore it: every replica starts from the same values.
   std::uint32_t first_row = 0;
   /// Where matrix products run (see Precision); replicate_model_fn sets it
-  /// from ReplicateOptions::precision on every tower.
+  /// from ReplicateOptions::precision on every tower. A half one needs 16-bit
+  /// storage buffers on the device. `Graph::options().precision` is the one in
+  /// effect now: a PrecisionScope changes it while it lives.
   Precision precision = Precision::F32;
   /// The least alignment, in bytes (a power of two; 0: none), of every
   /// tensor's start in the graph's arenas, beyond the device's own
@@ -210,6 +215,8 @@ class Graph {
   bool variables_materialized() const { return static_cast<bool>(variable_arena_); }
 
  private:
+  friend class PrecisionScope;  // sets options_.precision while it lives
+
   Tensor add_tensor(TensorInfo info);
   /// Waits for every run recorded (set_last_run), the latest of each queue.
   void wait_for_runs() const;
