@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <charconv>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "../graph/half.h"
 #include "../graph/shape.h"
 #include "../vulkan/error.h"
 
@@ -181,6 +183,71 @@ class HeaderParser {
 
 }  // namespace
 
+namespace {
+
+/// An element type of the .npy files read: kind 'f' (float), 'i' (signed),
+/// 'u' (unsigned) or 'b' (bool), and its width in bytes.
+struct NpyType {
+  char kind = 'f';
+  std::size_t width = 4;
+};
+
+NpyType parse_descr(const std::string& descr, const std::function<Error(const std::string&)>& bad) {
+  static constexpr std::string_view kTypes[] = {"f2", "f4", "f8", "i1", "i2", "i4",
+                                                "i8", "u1", "u2", "u4", "u8", "b1"};
+  const std::string_view code = descr.size() == 3 ? std::string_view(descr).substr(1) : "";
+  if (descr.size() != 3 || std::string_view("<|=>").find(descr[0]) == std::string_view::npos ||
+      std::find(std::begin(kTypes), std::end(kTypes), code) == std::end(kTypes)) {
+    throw bad(fmt::format(
+        "its 'descr' '{}' is not a type vktower reads: a float (f2, f4, f8), an integer (i1, "
+        "i2, i4, i8, u1, u2, u4, u8) or bool (b1); convert the array with numpy's astype",
+        descr));
+  }
+  const NpyType type{descr[1], static_cast<std::size_t>(descr[2] - '0')};
+  if (descr[0] == '>' && type.width > 1) throw bad("big-endian data; save it little-endian");
+  return type;
+}
+
+/// Appends element `index` (at byte `at`) to `array`: floats as f32 (f2
+/// widened exactly, f8 rounded), integers and bools as i32, a value outside
+/// the i32 range an error.
+void append_element(NpyArray& array, NpyType type, const std::string& bytes, std::size_t at,
+                    std::size_t index, const std::function<Error(const std::string&)>& bad) {
+  if (type.kind == 'f') {
+    array.f32.push_back(type.width == 2   ? f16_to_f32(load<std::uint16_t>(bytes, at))
+                        : type.width == 4 ? load<float>(bytes, at)
+                                          : static_cast<float>(load<double>(bytes, at)));
+    return;
+  }
+  std::int64_t v = 0;
+  if (type.kind == 'u' && type.width == 8) {
+    // Above 2^63 it would not fit in v either.
+    const auto u = load<std::uint64_t>(bytes, at);
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max())) {
+      throw bad(fmt::format("element {} ({}) does not fit in 32 bits", index, u));
+    }
+    v = static_cast<std::int64_t>(u);
+  } else if (type.kind == 'b') {
+    v = bytes[at] != 0 ? 1 : 0;
+  } else if (type.kind == 'u') {
+    v = type.width == 1   ? load<std::uint8_t>(bytes, at)
+        : type.width == 2 ? load<std::uint16_t>(bytes, at)
+                          : static_cast<std::int64_t>(load<std::uint32_t>(bytes, at));
+  } else {
+    v = type.width == 1   ? load<std::int8_t>(bytes, at)
+        : type.width == 2 ? load<std::int16_t>(bytes, at)
+        : type.width == 4 ? load<std::int32_t>(bytes, at)
+                          : load<std::int64_t>(bytes, at);
+  }
+  if (v < std::numeric_limits<std::int32_t>::min() ||
+      v > std::numeric_limits<std::int32_t>::max()) {
+    throw bad(fmt::format("element {} ({}) does not fit in 32 bits", index, v));
+  }
+  array.i32.push_back(static_cast<std::int32_t>(v));
+}
+
+}  // namespace
+
 NpyArray read_npy(const std::string& path) {
   const std::string bytes = read_all(path);
   const std::function<Error(const std::string&)> bad = [&](const std::string& what) {
@@ -204,14 +271,7 @@ NpyArray read_npy(const std::string& path) {
       HeaderParser(std::string_view(bytes).substr(data_start - header_length, header_length), bad)
           .parse();
 
-  const std::string& descr = header.descr;
-  if (descr.size() != 3 || std::string_view("<|=>").find(descr[0]) == std::string_view::npos ||
-      (descr[1] != 'f' && descr[1] != 'i') || (descr[2] != '4' && descr[2] != '8')) {
-    throw bad(fmt::format("its 'descr' '{}' is not a 4- or 8-byte float or integer", descr));
-  }
-  if (descr[0] == '>') throw bad("big-endian data; save it little-endian");
-  const bool integer = descr[1] == 'i';
-  const std::size_t width = descr[2] == '8' ? 8 : 4;
+  const NpyType type = parse_descr(header.descr, bad);
   if (!header.fortran_order) throw bad("no 'fortran_order' in its header");
   if (*header.fortran_order)
     throw bad("Fortran order; save it in C order (numpy.ascontiguousarray)");
@@ -221,7 +281,7 @@ NpyArray read_npy(const std::string& path) {
                           header.shape->size(), Shape::kMaxRank));
   }
   NpyArray array;
-  array.integer = integer;
+  array.integer = type.kind != 'f';
   std::uint64_t count = 1;
   for (const std::uint64_t d : *header.shape) {
     if (d < 1 ||
@@ -233,26 +293,18 @@ NpyArray read_npy(const std::string& path) {
     array.shape.push_back(static_cast<std::int64_t>(d));
   }
   // count <= 2^48, so count * 8 cannot overflow.
-  const std::size_t need = static_cast<std::size_t>(count) * width;
+  const std::size_t need = static_cast<std::size_t>(count) * type.width;
   if (bytes.size() - data_start != need) {
     throw bad(fmt::format("its shape needs {} bytes of data but the file holds {}", need,
                           bytes.size() - data_start));
   }
+  if (array.integer) {
+    array.i32.reserve(static_cast<std::size_t>(count));
+  } else {
+    array.f32.reserve(static_cast<std::size_t>(count));
+  }
   for (std::size_t i = 0; i < count; ++i) {
-    const std::size_t at = data_start + i * width;
-    if (!integer) {
-      array.f32.push_back(width == 4 ? load<float>(bytes, at)
-                                     : static_cast<float>(load<double>(bytes, at)));
-    } else if (width == 4) {
-      array.i32.push_back(load<std::int32_t>(bytes, at));
-    } else {
-      const auto v = load<std::int64_t>(bytes, at);
-      if (v < std::numeric_limits<std::int32_t>::min() ||
-          v > std::numeric_limits<std::int32_t>::max()) {
-        throw bad(fmt::format("element {} ({}) does not fit in 32 bits", i, v));
-      }
-      array.i32.push_back(static_cast<std::int32_t>(v));
-    }
+    append_element(array, type, bytes, data_start + i * type.width, i, bad);
   }
   return array;
 }

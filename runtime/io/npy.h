@@ -7,11 +7,13 @@
 
 namespace vkt {
 
-/// An array read from a .npy file. f4 and f8 arrays come back as f32 values,
-/// i4 and i8 as i32 (an i8 value out of the i32 range is an error).
+/// An array read from a .npy file. Float arrays (f2, f4, f8) come back as f32
+/// values (f2 widened exactly, f8 rounded); integer arrays (i1 to i8, u1 to
+/// u8) and bool ones (b1, as 0 and 1) as i32, a value out of the i32 range
+/// being an error.
 struct NpyArray {
   std::vector<std::int64_t> shape;
-  bool integer = false;  ///< i32 values (from i4/i8), else f32
+  bool integer = false;  ///< i32 values (from an integer or bool array), else f32
   std::vector<float> f32;
   std::vector<std::int32_t> i32;
 };

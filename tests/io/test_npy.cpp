@@ -1,10 +1,13 @@
 // .npy reading and writing, and the errors of broken files.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <string>
+
+#include <fmt/format.h>
 
 #include <vktower/runtime/io/npy.h>
 
@@ -64,6 +67,59 @@ TEST_CASE("read_npy converts f8 and i8 as numpy writes them") {
   CHECK(vkt::read_npy(i8).i32 == std::vector<std::int32_t>{1, -2, 3});
   std::remove(f8.c_str());
   std::remove(i8.c_str());
+}
+
+namespace {
+
+/// read_npy of a one-dimensional array of `descr` holding `data`.
+vkt::NpyArray read_raw(const std::string& descr, std::size_t n, const std::string& data) {
+  const std::string path = raw_npy(
+      "types.npy",
+      fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({},), }}", descr, n), data);
+  vkt::NpyArray a = vkt::read_npy(path);
+  std::remove(path.c_str());
+  return a;
+}
+
+std::string refusal(const std::string& descr, std::size_t n, const std::string& data) {
+  return vkt::test::error_of([&] { read_raw(descr, n, data); });
+}
+
+}  // namespace
+
+TEST_CASE("read_npy reads numpy's half, narrow and unsigned integer and bool arrays") {
+  // f2: 1, the least subnormal (2^-24), infinity and the most negative normal.
+  const vkt::NpyArray h =
+      read_raw("<f2", 4, bytes_of<std::uint16_t>({0x3c00, 0x0001, 0x7c00, 0xfbff}));
+  CHECK_FALSE(h.integer);
+  CHECK(h.f32 == std::vector<float>{1.0f, std::ldexp(1.0f, -24), INFINITY, -65504.0f});
+  CHECK(read_raw("|i1", 3, bytes_of<std::int8_t>({-128, 127, -1})).i32 ==
+        std::vector<std::int32_t>{-128, 127, -1});
+  CHECK(read_raw("<i2", 2, bytes_of<std::int16_t>({-32768, 32767})).i32 ==
+        std::vector<std::int32_t>{-32768, 32767});
+  const vkt::NpyArray u1 = read_raw("|u1", 3, bytes_of<std::uint8_t>({0, 255, 7}));
+  CHECK(u1.integer);
+  CHECK(u1.i32 == std::vector<std::int32_t>{0, 255, 7});
+  CHECK(read_raw("<u2", 1, bytes_of<std::uint16_t>({65535})).i32 ==
+        std::vector<std::int32_t>{65535});
+  CHECK(read_raw("<u4", 1, bytes_of<std::uint32_t>({2147483647u})).i32 ==
+        std::vector<std::int32_t>{2147483647});
+  CHECK(read_raw("<u8", 2, bytes_of<std::uint64_t>({2147483647u, 5})).i32 ==
+        std::vector<std::int32_t>{2147483647, 5});
+  CHECK(read_raw("|b1", 3, bytes_of<std::uint8_t>({1, 0, 1})).i32 ==
+        std::vector<std::int32_t>{1, 0, 1});
+  // Past i32: the element and its value, unsigned ones above 2^63 too.
+  CHECK_THAT(refusal("<u4", 2, bytes_of<std::uint32_t>({1, 2147483648u})),
+             Contains("element 1 (2147483648) does not fit in 32 bits"));
+  CHECK_THAT(refusal("<u8", 1, bytes_of<std::uint64_t>({~std::uint64_t{0}})),
+             Contains("element 0 (18446744073709551615) does not fit in 32 bits"));
+  CHECK_THAT(refusal(">i2", 1, bytes_of<std::int16_t>({1})), Contains("big-endian"));
+  CHECK_THAT(refusal("<f16", 1, std::string(16, '\0')),
+             Contains("'<f16' is not a type vktower reads") && Contains("astype"));
+  CHECK_THAT(refusal("<u3", 1, std::string(3, '\0')), Contains("'<u3'"));
+  // The data's size follows the element's width.
+  CHECK_THAT(refusal("<f2", 3, bytes_of<std::uint16_t>({1, 2})),
+             Contains("needs 6 bytes of data but the file holds 4"));
 }
 
 TEST_CASE("read_npy errors name the file and the problem") {
