@@ -10,22 +10,16 @@
 #include <string>
 #include <vector>
 
-#include <vktower/optimizers/adam.h>
-#include <vktower/optimizers/tower_optimizer.h>
-#include <vktower/runtime/graph/ops/dropout.h>
-#include <vktower/runtime/graph/ops/layers.h>
-#include <vktower/runtime/graph/ops/losses.h>
 #include <vktower/runtime/io/checkpoint.h>
 #include <vktower/runtime/vulkan/error.h>
 #include <vktower/tower/estimator.h>
 #include <vktower/tower/replicate.h>
 
+#include "../dropout_mlp_fixture.h"
 #include "../test_support.h"
 #include "../tower_devices.h"
 
 using Catch::Matchers::Contains;
-using vkt::HostTensor;
-using vkt::Tensor;
 using vkt::test::TempDir;
 
 namespace {
@@ -33,33 +27,16 @@ namespace {
 constexpr std::int64_t kFeatures = 6, kClasses = 3;
 
 vkt::Dataset make_data(std::int64_t rows, std::uint32_t seed) {
-  const std::vector<float> x =
-      vkt::test::random_floats(static_cast<std::size_t>(rows * kFeatures), seed, -2.0f, 2.0f);
-  std::vector<std::int32_t> y(static_cast<std::size_t>(rows));
-  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<std::int32_t>((i * 5 + seed) % 3);
-  return vkt::Dataset(
-      {{"x", HostTensor::floats({rows, kFeatures}, x)}, {"y", HostTensor::ints({rows}, y)}});
+  return vkt::test::classification_data(rows, kFeatures, kClasses, seed);
 }
 
-/// An MLP, with a dropout (rate 0.5) when `dropout`.
+/// The shared MLP (16 hidden units, Adam at 0.01), with a dropout of 0.5 when
+/// `dropout`.
 vkt::ModelFn mlp(bool dropout) {
-  return [dropout](vkt::ModelContext& ctx, const vkt::TensorDict& f, const vkt::TensorDict& l,
-                   vkt::Mode mode, const vkt::Params&) {
-    using vkt::layers::Activation;
-    Tensor h = vkt::layers::dense(f.at("x"), 16, Activation::Relu, "hidden");
-    if (dropout) h = vkt::dropout(h, 0.5f, 1);
-    const Tensor logits = vkt::layers::dense(h, kClasses, Activation::None, "out");
-    vkt::EstimatorSpec spec{.mode = mode};
-    spec.predictions = {{"logits", logits}};
-    if (mode == vkt::Mode::Predict) return spec;
-    spec.loss = vkt::sparse_softmax_cross_entropy(l.at("y"), logits, ctx.example_weights(),
-                                                  vkt::Reduction::Mean);
-    if (mode == vkt::Mode::Train) {
-      vkt::TowerOptimizer adam([] { return std::make_unique<vkt::Adam>(0.01f); });
-      spec.train_op = adam.minimize(spec.loss);
-    }
-    return spec;
-  };
+  return vkt::test::dropout_mlp({.hidden = 16,
+                                 .classes = kClasses,
+                                 .dropout = dropout ? 0.5f : 0.0f,
+                                 .learning_rate = 0.01f});
 }
 
 vkt::RunConfig quiet(const std::string& dir, int accumulate) {

@@ -19,11 +19,11 @@
 #include <vktower/tower/estimator.h>
 #include <vktower/tower/replicate.h>
 
+#include "../dropout_mlp_fixture.h"
 #include "../estimator_support.h"
 #include "../test_support.h"
 #include "../tower_devices.h"
 
-using vkt::HostTensor;
 using vkt::Tensor;
 using vkt::test::TempDir;
 
@@ -32,12 +32,7 @@ namespace {
 constexpr std::int64_t kFeatures = 6, kClasses = 3;
 
 vkt::Dataset make_data(std::int64_t rows, std::uint32_t seed) {
-  const std::vector<float> x =
-      vkt::test::random_floats(static_cast<std::size_t>(rows * kFeatures), seed, -2.0f, 2.0f);
-  std::vector<std::int32_t> y(static_cast<std::size_t>(rows));
-  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<std::int32_t>((i * 5 + seed) % 3);
-  return vkt::Dataset(
-      {{"x", HostTensor::floats({rows, kFeatures}, x)}, {"y", HostTensor::ints({rows}, y)}});
+  return vkt::test::classification_data(rows, kFeatures, kClasses, seed);
 }
 
 /// An MLP with two dropouts of `rate` (0.5: about half of each mask changes per step).
