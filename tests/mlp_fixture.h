@@ -12,6 +12,7 @@
 #include <vktower/optimizers/tower_optimizer.h>
 #include <vktower/runtime/graph/ops/layers.h>
 #include <vktower/runtime/graph/ops/losses.h>
+#include <vktower/runtime/graph/precision_scope.h>
 #include <vktower/tower/metrics.h>
 #include <vktower/tower/model_fn.h>
 
@@ -19,12 +20,8 @@ namespace vkt::test {
 
 inline constexpr std::int64_t kMlpClasses = 5;
 
-/// x -> dense 16 tanh ("hidden") -> dense kMlpClasses ("out"), sparse softmax
-/// cross-entropy on labels "y", Adam at 0.01; accuracy when evaluating.
-inline EstimatorSpec adam_mlp(ModelContext&, const TensorDict& f, const TensorDict& l, Mode mode,
-                              const Params&) {
-  const Tensor h = layers::dense(f.at("x"), 16, layers::Activation::Tanh, "hidden");
-  const Tensor logits = layers::dense(h, kMlpClasses, layers::Activation::None, "out");
+/// adam_mlp's loss and training or evaluation on its `logits`.
+inline EstimatorSpec adam_mlp_spec(const Tensor& logits, const TensorDict& l, Mode mode) {
   const Tensor loss = sparse_softmax_cross_entropy(l.at("y"), logits);
   EstimatorSpec spec{.mode = mode, .loss = loss};
   if (mode == Mode::Train) {
@@ -34,6 +31,33 @@ inline EstimatorSpec adam_mlp(ModelContext&, const TensorDict& f, const TensorDi
     spec.eval_metric_ops = {{"accuracy", metrics::accuracy(l.at("y"), logits)}};
   }
   return spec;
+}
+
+/// adam_mlp's two layers.
+inline Tensor adam_mlp_logits(const TensorDict& f) {
+  const Tensor h = layers::dense(f.at("x"), 16, layers::Activation::Tanh, "hidden");
+  return layers::dense(h, kMlpClasses, layers::Activation::None, "out");
+}
+
+/// x -> dense 16 tanh ("hidden") -> dense kMlpClasses ("out"), sparse softmax
+/// cross-entropy on labels "y", Adam at 0.01; accuracy when evaluating.
+inline EstimatorSpec adam_mlp(ModelContext&, const TensorDict& f, const TensorDict& l, Mode mode,
+                              const Params&) {
+  return adam_mlp_spec(adam_mlp_logits(f), l, mode);
+}
+
+/// adam_mlp with its two layers built in a PrecisionScope of `precision`, the
+/// loss and its gradients after the scope has gone.
+inline ModelFn adam_mlp_scoped(Precision precision) {
+  return [precision](ModelContext& ctx, const TensorDict& f, const TensorDict& l, Mode mode,
+                     const Params&) {
+    Tensor logits;
+    {
+      const PrecisionScope scope(ctx.graph(), precision);
+      logits = adam_mlp_logits(f);
+    }
+    return adam_mlp_spec(logits, l, mode);
+  };
 }
 
 /// One batch for adam_mlp drawn from `rng`: `rows` x `in` standard normal
