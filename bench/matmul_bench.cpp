@@ -259,7 +259,7 @@ int main(int argc, char** argv) {
                    tile ? "cooperative matrices, tile " + tile->str()
                    : preferred == vkt::MatmulVariant::Texel
                        ? "the f32 texel kernel, operands widened from f16 (as lavapipe runs them)"
-                       : "the scalar half kernel",
+                       : "the tiled kernel on half operands",
                    half_roof, roof.tensor_gflops > 0 ? "tensor cores" : "FMA, no tensor cores");
       }
       for (const int size : f16_sizes) {

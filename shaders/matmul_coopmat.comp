@@ -8,10 +8,10 @@
 // C = op(A) op(B) for f16 operands and an f16 result on cooperative matrices
 // (tensor cores, VK_NV_cooperative_matrix): LM x LK times LK x LN f16
 // products summed into LM x LN f32 accumulators, the sum rounded once to f16
-// (half.glsl, nearest-even, as the scalar kernel). TA, TB, the batch layer
-// (z) and the push constants are matmul_half.comp's; only the order in
-// which the hardware sums inside one product differs from it (a fixed order:
-// the same bits run to run).
+// (half.glsl, nearest-even, as the tiled half kernel). TA, TB, the batch
+// layer (z) and the push constants are matmul_half_tiled.comp's; only the
+// order in which the hardware sums inside one product differs from it (a
+// fixed order: the same bits run to run).
 //
 // A workgroup of WM x WN subgroups computes a BM x BN tile of C; each
 // subgroup a TM x TN grid of accumulators. A and B pass through shared
@@ -96,7 +96,7 @@ void main() {
 
   // Out through shared memory, one accumulator per subgroup at a time: the
   // edges are bounds-checked and each sum rounded with half.glsl's integer
-  // rounding (the scalar kernel's bits for the same f32 sum).
+  // rounding (the tiled half kernel's bits for the same f32 sum).
   for (uint i = 0u; i < TM; ++i) {
     for (uint j = 0u; j < TN; ++j) {
       if (multiplies) coopMatStoreNV(acc[i * TN + j], cs, sg * LM * LN, LN, false);

@@ -14,6 +14,9 @@
 // after K) and defines a_at, b_at and c_index after including this file.
 // MATMUL_EPILOGUE(m, n, v), defined before the include, gives the value stored
 // at C[m, n] for the sum v (the fused dense layer's bias and activation).
+// MATMUL_OUTPUT_DECLARED: the includer declares binding 2 itself and defines
+// MATMUL_STORE(i, v), which stores v at C's element i (matmul_half_tiled.comp
+// rounds it to a half type); no split-K then.
 // MATMUL_VEC4_LOADS (matmul_tiled_vec4.comp) reads A and B from global memory
 // a vec4 at a time: for M, N and K multiples of 4 (and a split's KSLICE), where
 // a vec4 never straddles a matrix's edge. The same products in the same
@@ -55,7 +58,10 @@ layout(std430, binding = 1) readonly buffer B { uint b_words[]; };
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 layout(std430, binding = 1) readonly buffer B { float b[]; };
 #endif
+#ifndef MATMUL_OUTPUT_DECLARED
 layout(std430, binding = 2) writeonly buffer C { float c[]; };
+#define MATMUL_STORE(i, v) c[i] = (v)
+#endif
 layout(push_constant) uniform Params {
   uint M, N, K;
 #ifdef MATMUL_EXTRA_PARAMS
@@ -236,11 +242,13 @@ void main() {
           uint n = n0 + (j4 * LX + tx) * 4u + q;
           if (n >= N) continue;
           float v = acc[(i4 * 4u + r) * TN4 + j4][q];
+#ifndef MATMUL_OUTPUT_DECLARED
           if (SLICES > 1u) {
             c[slice * M * N * (gl_NumWorkGroups.z / SLICES) + c_index(m, n)] = v;
-          } else {
-            c[c_index(m, n)] = MATMUL_EPILOGUE(m, n, v);
+            continue;
           }
+#endif
+          MATMUL_STORE(c_index(m, n), MATMUL_EPILOGUE(m, n, v));
         }
       }
     }

@@ -1,6 +1,7 @@
 // The half types: host conversions against an independent rounding in double,
-// the device's cast against the host's bits, the scalar half matmul and its
-// gradients against double references, and the errors a user meets.
+// the device's cast against the host's bits, the half matmul (on the tiled
+// kernels, as on GPUs, and on the texel kernels) and its gradients against
+// double references, and the errors a user meets.
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -288,6 +289,42 @@ TEST_CASE(
                 });
           }
           CHECK(outside == 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE(
+    "on the tiled kernels a half matmul has the bits of the f32 tiled kernel on its widened "
+    "operands, rounded once: several tiles and slabs, batches, every transpose") {
+  // Past one 64 x 64 tile and one 16-deep slab each way, odd, k under split-K's.
+  constexpr std::int64_t kM = 70, kK = 37, kN = 67;
+  const vkt::test::VariantScope scope("tiled");
+  for (const std::int64_t batch : {1, 3}) {
+    const auto shape = [&](std::int64_t r, std::int64_t c) {
+      return batch == 1 ? vkt::Shape{r, c} : vkt::Shape{batch, r, c};
+    };
+    for (const DType half : {DType::F16, DType::BF16}) {
+      for (const bool ta : {false, true}) {
+        for (const bool tb : {false, true}) {
+          INFO("batch " << batch << " " << vkt::to_string(half) << (ta ? " A^T" : "")
+                        << (tb ? " B^T" : ""));
+          vkt::Graph g(vkt::test::shared_device());
+          const Tensor a = g.input("a", ta ? shape(kK, kM) : shape(kM, kK), half);
+          const Tensor b = g.input("b", tb ? shape(kN, kK) : shape(kK, kN), half);
+          const Tensor c = vkt::matmul(a, b, ta, tb);
+          const Tensor f32 = vkt::cast(
+              vkt::matmul(vkt::cast(a, DType::F32), vkt::cast(b, DType::F32), ta, tb), half);
+          vkt::Executor exec(g, {c, f32});
+          exec.feed("a", vkt::test::random_floats(batch * kM * kK, 8, -2.0f, 2.0f));
+          exec.feed("b", vkt::test::random_floats(batch * kK * kN, 9, -2.0f, 2.0f));
+          exec.run();
+          const std::vector<float> got = exec.read(c), want = exec.read(f32);
+          REQUIRE(got.size() == want.size());
+          std::size_t differ = 0;
+          for (std::size_t i = 0; i < got.size(); ++i) differ += !same_bits(got[i], want[i]);
+          CHECK(differ == 0);
         }
       }
     }

@@ -78,7 +78,7 @@ TEST_CASE("a fused chain reads a half input and stores a half link that is read 
 }
 
 TEST_CASE("the fp16 policy's casts around half products fuse into the training step's chains") {
-  // The tiled kernels: the half product is matmul_half.comp between casts, as
+  // The tiled kernels: the half product is matmul_half_tiled.comp between casts, as
   // on a GPU (the texel kernel rounds in place and has no half tensor).
   const vkt::test::VariantScope tiled("tiled");
   // The f32 step's chains (bias_add, tanh, sigmoid, sub; the broadcast and

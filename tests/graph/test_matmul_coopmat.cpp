@@ -3,7 +3,7 @@
 // device has cooperative matrices; and on such a device (a GPU: lavapipe has
 // none, so there this part checks that no device claims them wrongly) every
 // candidate tile's products, and a graph's, match double products within
-// f16's rounding, as the scalar half kernel's do.
+// f16's rounding, as the tiled half kernel's do.
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
@@ -117,7 +117,7 @@ TEST_CASE("half matmuls take cooperative matrices only where the device has them
 
 TEST_CASE(
     "on each device with cooperative matrices every tile's f16 products, and a graph's, match "
-    "double products within f16 rounding, as the scalar half kernel's do") {
+    "double products within f16 rounding, as the tiled half kernel's do") {
   vkt::Instance& instance = vkt::test::shared_device().instance();
   int checked = 0;
   for (const vkt::DeviceInfo& info : instance.devices()) {
@@ -131,7 +131,7 @@ TEST_CASE(
       }
     }
     REQUIRE(vkt::cooperative_tile(device, DType::F16).has_value());
-    // A graph's matmul: the tuned tile, and the scalar kernel on the same device.
+    // A graph's matmul: the tuned tile, and the tiled half kernel on the same device.
     const std::int64_t m = 192, k = 288, n = 160;
     const std::vector<float> a = random_values(m * k, 5), b = random_values(k * n, 6);
     vkt::Device scalar(instance, info.index, {.disable_cooperative_matrix = true});

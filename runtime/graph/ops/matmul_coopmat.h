@@ -8,7 +8,7 @@
 // glslang (12.0) compiles GL_NV_cooperative_matrix but not
 // GL_KHR_cooperative_matrix, and that extension's f16 x f16 -> f32 is what
 // NVIDIA GPUs since Turing offer. bf16 products, and devices with only the
-// KHR extension, take the scalar half kernel (matmul_half.comp).
+// KHR extension, take the tiled half kernel (matmul_half_tiled.comp).
 
 #include <cstdint>
 #include <optional>
@@ -63,7 +63,7 @@ std::vector<CooperativeTile> cooperative_candidates(const DeviceInfo& info);
 inline constexpr const char* kCooperativeTileKey = "matmul_coopmat/v1";
 
 /// The tile half matmuls of `dtype` use on `device`, or nullopt where they
-/// take the scalar kernel: no cooperative matrices (lavapipe, or
+/// take the tiled half kernel: no cooperative matrices (lavapipe, or
 /// DeviceOptions::disable_cooperative_matrix), bf16, or no candidate's
 /// products passed the check. On first use, each candidate's products (every
 /// transpose, a batch of 2, sizes that are not multiples of any tile) are

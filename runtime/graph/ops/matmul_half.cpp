@@ -1,6 +1,7 @@
 // matmul of f16 or bf16 matrices: the cooperative-matrix kernel where the
-// device has one for the type (matmul_coopmat.h), else the scalar half kernel
-// (shaders/matmul_half.comp); f32 sums rounded once to the operands' type.
+// device has one for the type (matmul_coopmat.h), else the tiled kernel on
+// half operands (shaders/matmul_half_tiled.comp); f32 sums rounded once to the
+// operands' type.
 #include <fmt/format.h>
 
 #include "../../vulkan/device.h"
@@ -11,6 +12,7 @@
 #include "kernel_util.h"
 #include "matmul.h"
 #include "matmul_coopmat.h"
+#include "matmul_tiles.h"
 #include "shape_ops.h"
 
 namespace vkt {
@@ -19,8 +21,6 @@ namespace {
 struct HalfMatmulPush {
   std::uint32_t m, n, k;
 };
-
-constexpr std::uint32_t kTile = 16;  // matmul_half.comp's output tile
 
 /// How a user names the type in code, for messages.
 const char* dtype_name(DType dtype) {
@@ -45,13 +45,16 @@ class HalfMatmulOp final : public Op {
                                 ctx.buffer(out), m, n, k, batch, ta_, tb_);
       return;
     }
+    // The f32 kernel's tiles and order of sums on widened elements.
+    const TiledShape t = tiled_shape_for(ctx.device(), m, n, batch);
+    std::vector<SpecConstant> constants = t.constants();
+    constants.push_back(SpecConstant::u32(7, ta_ ? 1u : 0u));
+    constants.push_back(SpecConstant::u32(8, tb_ ? 1u : 0u));
+    constants.push_back(SpecConstant::u32(18, ops_detail::float_type_code(out.dtype())));
     const Kernel& kernel = ctx.device().kernel(
-        {.shader = "matmul_half",
-         .constants = {SpecConstant::u32(0, out.dtype() == DType::F16 ? 1u : 2u),
-                       SpecConstant::u32(1, ta_ ? 1u : 0u), SpecConstant::u32(2, tb_ ? 1u : 0u)}});
+        {.shader = "matmul_half_tiled", .local_size = t.local_size(), .constants = constants});
     ctx.stream().dispatch(kernel, {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(out)},
-                          HalfMatmulPush{m, n, k},
-                          Groups{(n + kTile - 1) / kTile, (m + kTile - 1) / kTile, batch});
+                          HalfMatmulPush{m, n, k}, t.groups(m, n, batch));
   }
 
   std::vector<Gradient> gradient(std::span<const Tensor> in, const Tensor&,
@@ -127,7 +130,7 @@ Tensor matmul_detail::half_matmul(const Tensor& a, const Tensor& b, bool transpo
   // Where matmuls take the texel kernel (CPU devices): the operands widened
   // to f32 (exact), that kernel's f32 sums, one rounding to the half type:
   // the half kernel's arithmetic (in the texel kernel's summation order) at
-  // the f32 kernel's speed; matmul_half.comp's barriers are slow on a CPU.
+  // the f32 kernel's speed; the tiled kernel's barriers are slow on a CPU.
   if (matmul_variant(a.graph().device()) == MatmulVariant::Texel) {
     return cast(f32_matmul(cast(a, DType::F32), cast(b, DType::F32), transpose_a, transpose_b),
                 a.dtype());
