@@ -297,34 +297,55 @@ TEST_CASE(
 
 TEST_CASE(
     "on the tiled kernels a half matmul has the bits of the f32 tiled kernel on its widened "
-    "operands, rounded once: several tiles and slabs, batches, every transpose") {
-  // Past one 64 x 64 tile and one 16-deep slab each way, odd, k under split-K's.
-  constexpr std::int64_t kM = 70, kK = 37, kN = 67;
+    "operands, rounded once: several tiles and slabs, batches, every transpose, split-K") {
+  // Past one 64 x 64 tile and one 16-deep slab each way, odd; k = 300 splits
+  // a matrix's k in 2 (few output tiles over a long k), as f32's split.
+  constexpr std::int64_t kM = 70, kN = 67;
   const vkt::test::VariantScope scope("tiled");
-  for (const std::int64_t batch : {1, 3}) {
-    const auto shape = [&](std::int64_t r, std::int64_t c) {
-      return batch == 1 ? vkt::Shape{r, c} : vkt::Shape{batch, r, c};
-    };
-    for (const DType half : {DType::F16, DType::BF16}) {
-      for (const bool ta : {false, true}) {
-        for (const bool tb : {false, true}) {
-          INFO("batch " << batch << " " << vkt::to_string(half) << (ta ? " A^T" : "")
-                        << (tb ? " B^T" : ""));
-          vkt::Graph g(vkt::test::shared_device());
-          const Tensor a = g.input("a", ta ? shape(kK, kM) : shape(kM, kK), half);
-          const Tensor b = g.input("b", tb ? shape(kN, kK) : shape(kK, kN), half);
-          const Tensor c = vkt::matmul(a, b, ta, tb);
-          const Tensor f32 = vkt::cast(
-              vkt::matmul(vkt::cast(a, DType::F32), vkt::cast(b, DType::F32), ta, tb), half);
-          vkt::Executor exec(g, {c, f32});
-          exec.feed("a", vkt::test::random_floats(batch * kM * kK, 8, -2.0f, 2.0f));
-          exec.feed("b", vkt::test::random_floats(batch * kK * kN, 9, -2.0f, 2.0f));
-          exec.run();
-          const std::vector<float> got = exec.read(c), want = exec.read(f32);
-          REQUIRE(got.size() == want.size());
-          std::size_t differ = 0;
-          for (std::size_t i = 0; i < got.size(); ++i) differ += !same_bits(got[i], want[i]);
-          CHECK(differ == 0);
+  for (const std::int64_t k : {37, 300}) {
+    for (const std::int64_t batch : {1, 3}) {
+      const auto shape = [&](std::int64_t r, std::int64_t c) {
+        return batch == 1 ? vkt::Shape{r, c} : vkt::Shape{batch, r, c};
+      };
+      for (const DType half : {DType::F16, DType::BF16}) {
+        for (const bool ta : {false, true}) {
+          for (const bool tb : {false, true}) {
+            INFO("k " << k << " batch " << batch << " " << vkt::to_string(half)
+                      << (ta ? " A^T" : "") << (tb ? " B^T" : ""));
+            vkt::Graph g(vkt::test::shared_device());
+            const Tensor a = g.input("a", ta ? shape(k, kM) : shape(kM, k), half);
+            const Tensor b = g.input("b", tb ? shape(kN, k) : shape(k, kN), half);
+            const Tensor c = vkt::matmul(a, b, ta, tb);
+            CHECK(c.dtype() == half);
+            const bool split = k == 300 && batch == 1;
+            int split_nodes = 0;
+            for (const vkt::Node& node : g.nodes()) {
+              split_nodes += node.op->type() == "matmul_split_k";
+            }
+            CHECK(split_nodes == (split ? 1 : 0));
+            const Tensor f32 = vkt::cast(
+                vkt::matmul(vkt::cast(a, DType::F32), vkt::cast(b, DType::F32), ta, tb), half);
+            // The gradients too (the split's reach a and b through sum_slices).
+            const Tensor w =
+                g.constant(c.shape(), vkt::test::random_floats(c.shape().elements(), 10));
+            const auto grads = [&](const Tensor& y) {
+              return vkt::gradients(vkt::reduce_sum(vkt::cast(y, DType::F32) * w), {a, b});
+            };
+            const std::vector<vkt::Gradient> dc = grads(c), df = grads(f32);
+            vkt::Executor exec(g, {c, f32, dc[0].dense, df[0].dense, dc[1].dense, df[1].dense});
+            exec.feed("a", vkt::test::random_floats(batch * kM * k, 8, -2.0f, 2.0f));
+            exec.feed("b", vkt::test::random_floats(batch * k * kN, 9, -2.0f, 2.0f));
+            exec.run();
+            for (const auto& [got_t, want_t] :
+                 {std::pair{c, f32}, std::pair{dc[0].dense, df[0].dense},
+                  std::pair{dc[1].dense, df[1].dense}}) {
+              const std::vector<float> got = exec.read(got_t), want = exec.read(want_t);
+              REQUIRE(got.size() == want.size());
+              std::size_t differ = 0;
+              for (std::size_t i = 0; i < got.size(); ++i) differ += !same_bits(got[i], want[i]);
+              CHECK(differ == 0);
+            }
+          }
         }
       }
     }

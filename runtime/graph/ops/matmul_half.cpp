@@ -14,6 +14,7 @@
 #include "matmul_coopmat.h"
 #include "matmul_tiles.h"
 #include "shape_ops.h"
+#include "sum_slices.h"
 
 namespace vkt {
 namespace {
@@ -27,43 +28,61 @@ const char* dtype_name(DType dtype) {
   return dtype == DType::F16 ? "vkt::DType::F16" : "vkt::DType::BF16";
 }
 
+/// C = op(A) op(B) of half matrices, of their type; with a KSplit (matrices
+/// only, no cooperative matrices), its f32 partial sums [slices, m, n], which
+/// sum_slices adds up before the one rounding (the split's node carries the
+/// gradient, this one none).
 class HalfMatmulOp final : public Op {
  public:
-  HalfMatmulOp(bool transpose_a, bool transpose_b) : ta_(transpose_a), tb_(transpose_b) {}
-  std::string type() const override { return "matmul"; }
+  HalfMatmulOp(bool transpose_a, bool transpose_b, KSplit split = {})
+      : ta_(transpose_a), tb_(transpose_b), split_(split) {}
+  std::string type() const override { return split_.split() ? "matmul_split_k" : "matmul"; }
   bool takes_half() const override { return true; }
 
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
-    // [M, N], or [batch, M, N]: one workgroup layer per matrix.
-    const int r = out.shape().rank();
-    const auto batch = static_cast<std::uint32_t>(r == 3 ? out.shape()[0] : 1);
-    const auto m = static_cast<std::uint32_t>(out.shape()[r - 2]);
-    const auto n = static_cast<std::uint32_t>(out.shape()[r - 1]);
-    const auto k = static_cast<std::uint32_t>(in[0].shape()[ta_ ? r - 2 : r - 1]);
-    if (const auto tile = cooperative_tile(ctx.device(), out.dtype())) {
-      record_cooperative_matmul(ctx.stream(), *tile, ctx.buffer(in[0]), ctx.buffer(in[1]),
-                                ctx.buffer(out), m, n, k, batch, ta_, tb_);
-      return;
+    // [M, K] x [K, N], or [batch, ...]: one workgroup layer per matrix.
+    const Shape& sa = in[0].shape();
+    const Shape& sb = in[1].shape();
+    const int r = sa.rank();
+    const auto batch = static_cast<std::uint32_t>(r == 3 ? sa[0] : 1);
+    const auto m = static_cast<std::uint32_t>(sa[ta_ ? r - 1 : r - 2]);
+    const auto k = static_cast<std::uint32_t>(sa[ta_ ? r - 2 : r - 1]);
+    const auto n = static_cast<std::uint32_t>(sb[tb_ ? r - 2 : r - 1]);
+    const DType half = in[0].dtype();
+    if (!split_.split()) {
+      if (const auto tile = cooperative_tile(ctx.device(), half)) {
+        record_cooperative_matmul(ctx.stream(), *tile, ctx.buffer(in[0]), ctx.buffer(in[1]),
+                                  ctx.buffer(out), m, n, k, batch, ta_, tb_);
+        return;
+      }
     }
     // The f32 kernel's tiles and order of sums on widened elements.
-    const TiledShape t = tiled_shape_for(ctx.device(), m, n, batch);
+    const std::uint32_t layers = split_.split() ? split_.slices : batch;
+    const TiledShape t = tiled_shape_for(ctx.device(), m, n, layers);
     std::vector<SpecConstant> constants = t.constants();
     constants.push_back(SpecConstant::u32(7, ta_ ? 1u : 0u));
     constants.push_back(SpecConstant::u32(8, tb_ ? 1u : 0u));
-    constants.push_back(SpecConstant::u32(18, ops_detail::float_type_code(out.dtype())));
+    constants.push_back(SpecConstant::u32(18, ops_detail::float_type_code(half)));
+    for (const SpecConstant& c : split_.constants()) constants.push_back(c);
     const Kernel& kernel = ctx.device().kernel(
-        {.shader = "matmul_half_tiled", .local_size = t.local_size(), .constants = constants});
+        {.shader = split_.split() ? "matmul_half_tiled_split" : "matmul_half_tiled",
+         .local_size = t.local_size(),
+         .constants = constants});
     ctx.stream().dispatch(kernel, {ctx.buffer(in[0]), ctx.buffer(in[1]), ctx.buffer(out)},
-                          HalfMatmulPush{m, n, k}, t.groups(m, n, batch));
+                          HalfMatmulPush{m, n, k}, t.groups(m, n, layers));
   }
 
   std::vector<Gradient> gradient(std::span<const Tensor> in, const Tensor&,
                                  const Tensor& dy) const override {
+    if (split_.split()) {
+      throw Error("matmul_split_k: its gradient belongs to the sum_slices node after it");
+    }
     return matmul_detail::matmul_gradients(in[0], in[1], dy, ta_, tb_);
   }
 
  private:
   bool ta_, tb_;
+  KSplit split_;
 };
 
 }  // namespace
@@ -143,8 +162,27 @@ Tensor matmul_detail::half_matmul(const Tensor& a, const Tensor& b, bool transpo
         "once; split the batch",
         what, batch, to_string(a.dtype()), layers));
   }
-  return a.graph().add_node(std::make_unique<HalfMatmulOp>(transpose_a, transpose_b), {a, b},
-                            r == 3 ? Shape{batch, m, n} : Shape{m, n}, a.dtype());
+  Graph& graph = a.graph();
+  // Few output tiles over a long k (weight gradients), where no cooperative
+  // matrices take the product: split-K as the f32 product splits, the
+  // slices' f32 partial sums added in slice order and rounded once.
+  if (r == 2 && !cooperative_tile(graph.device(), a.dtype())) {
+    if (const KSplit split = split_k(graph.device(), m, n, ka); split.split()) {
+      const Tensor partials =
+          graph.add_node(std::make_unique<HalfMatmulOp>(transpose_a, transpose_b, split), {a, b},
+                         Shape{split.slices, m, n});
+      const Tensor sum = ops_detail::sum_slices(
+          partials, {a, b}, Shape{m, n},
+          [transpose_a, transpose_b](std::span<const Tensor> operands, const Tensor& dy) {
+            // dy is the rounded product's gradient widened: cast back, the half tensor.
+            return matmul_detail::matmul_gradients(
+                operands[0], operands[1], cast(dy, operands[0].dtype()), transpose_a, transpose_b);
+          });
+      return cast(sum, a.dtype());
+    }
+  }
+  return graph.add_node(std::make_unique<HalfMatmulOp>(transpose_a, transpose_b), {a, b},
+                        r == 3 ? Shape{batch, m, n} : Shape{m, n}, a.dtype());
 }
 
 }  // namespace vkt
