@@ -301,7 +301,13 @@ TEST_CASE(
   // Past one 64 x 64 tile and one 16-deep slab each way, odd; k = 300 splits
   // a matrix's k in 2 (few output tiles over a long k), as f32's split.
   constexpr std::int64_t kM = 70, kN = 67;
-  const vkt::test::VariantScope scope("tiled");
+  // The tiled kernels, and no cooperative matrices (a GPU's f16 products
+  // would take them): a Device of the test's own.
+  vkt::test::shared_device();
+  vkt::DeviceOptions options = vkt::DeviceOptions::from_environment();
+  options.matmul = vkt::MatmulKernels::Tiled;
+  options.disable_cooperative_matrix = true;
+  vkt::Device device(*vkt::test::shared_slot().instance, 0, options);
   for (const std::int64_t k : {37, 300}) {
     for (const std::int64_t batch : {1, 3}) {
       const auto shape = [&](std::int64_t r, std::int64_t c) {
@@ -312,7 +318,7 @@ TEST_CASE(
           for (const bool tb : {false, true}) {
             INFO("k " << k << " batch " << batch << " " << vkt::to_string(half)
                       << (ta ? " A^T" : "") << (tb ? " B^T" : ""));
-            vkt::Graph g(vkt::test::shared_device());
+            vkt::Graph g(device);
             const Tensor a = g.input("a", ta ? shape(k, kM) : shape(kM, k), half);
             const Tensor b = g.input("b", tb ? shape(kN, k) : shape(k, kN), half);
             const Tensor c = vkt::matmul(a, b, ta, tb);
