@@ -16,7 +16,9 @@
 // f32 sums) on the kernel the device's half matmuls take: cooperative
 // matrices where it has them, against its tensor-core roof, printed as
 // `matmul_f16_S_fraction_of_peak=F` (of the FMA roof on a device without
-// tensor cores, which the line says).
+// tensor cores, which the line says), and bf16 products at the same sizes
+// (the tiled half kernel on GPUs: no bf16 cooperative matrices here) against
+// f32's, `matmul_bf16_S_vs_f32_ratio=R`.
 #include <cblas.h>
 #include <fmt/format.h>
 
@@ -210,6 +212,7 @@ int main(int argc, char** argv) {
     }
     std::optional<double> ratio_1024;
     std::map<int, std::pair<double, bool>> f16_fraction;  // size -> (fraction, of tensor cores)
+    std::map<int, double> bf16_ratio;                     // size -> bf16 over f32, GFLOP/s
     std::map<int, double> fraction_of_peak;  // square size -> the first device's default variant's
     for (std::uint32_t index : devices) {
       vkt::Device device(instance, index);
@@ -268,8 +271,12 @@ int main(int argc, char** argv) {
         const double f16 = c.flops() / vktower_seconds(device, c, reps, vkt::DType::F16) / 1e9;
         fmt::print("  {:<50}{:8.1f} GF/s, {:.2f}x f32's {:.1f} GF/s, {:.3f} of the roof\n", c.label,
                    f16, f16 / f32, f32, f16 / half_roof);
+        const Case b{fmt::format("bf16 {}^3", size), size, size, size};
+        const double bf16 = b.flops() / vktower_seconds(device, b, reps, vkt::DType::BF16) / 1e9;
+        fmt::print("  {:<50}{:8.1f} GF/s, {:.2f}x f32's\n", b.label, bf16, bf16 / f32);
         if (index == devices.front() && !f16_fraction.contains(size)) {
           f16_fraction[size] = {f16 / half_roof, roof.tensor_gflops > 0};
+          bf16_ratio[size] = bf16 / f32;
         }
       }
       if (sweep_tiles) vkt::bench::sweep_tiled_shapes(device, sweep_sizes, reps, roof.fma_gflops);
@@ -281,6 +288,9 @@ int main(int argc, char** argv) {
     for (const auto& [size, fraction] : f16_fraction) {
       if (!fraction.second) fmt::print("(the device has no tensor cores: of the FMA roof)\n");
       fmt::print("matmul_f16_{}_fraction_of_peak={:.3f}\n", size, fraction.first);
+    }
+    for (const auto& [size, ratio] : bf16_ratio) {
+      fmt::print("matmul_bf16_{}_vs_f32_ratio={:.3f}\n", size, ratio);
     }
     return 0;
   } catch (const vkt::Error& e) {
