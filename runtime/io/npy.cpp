@@ -181,10 +181,6 @@ class HeaderParser {
   std::size_t at_ = 0;
 };
 
-}  // namespace
-
-namespace {
-
 /// An element type of the .npy files read: kind 'f' (float), 'i' (signed),
 /// 'u' (unsigned) or 'b' (bool), and its width in bytes.
 struct NpyType {
