@@ -22,7 +22,6 @@
 #include "runtime/graph/executor.h"
 #include "runtime/graph/graph.h"
 #include "runtime/graph/half.h"
-#include "runtime/graph/precision_scope.h"
 #include "runtime/graph/ops/batch_norm.h"
 #include "runtime/graph/ops/cast.h"
 #include "runtime/graph/ops/conv.h"
@@ -40,6 +39,7 @@
 #include "runtime/graph/ops/shape_ops.h"
 #include "runtime/graph/ops/softmax.h"
 #include "runtime/graph/ops/state_update.h"
+#include "runtime/graph/precision_scope.h"
 
 // Files: data sets and checkpoints.
 #include "runtime/io/checkpoint.h"
