@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -53,6 +54,20 @@ inline std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float
   std::vector<float> v(n);
   for (float& x : v) x = dist(rng);
   return v;
+}
+
+/// Each value's bits: two float vectors compared bit for bit (a NaN equals
+/// its own bits, -0 differs from 0), with the differing element in Catch's message.
+inline std::vector<std::uint32_t> float_bits(const std::vector<float>& v) {
+  std::vector<std::uint32_t> out;
+  out.reserve(v.size());
+  for (const float f : v) out.push_back(std::bit_cast<std::uint32_t>(f));
+  return out;
+}
+
+/// Whether two floats have the same bits.
+inline bool same_bits(float a, float b) {
+  return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
 }
 
 /// ||a - b|| / ||b|| (2-norms; ||a - b|| when b is 0): how far `a` is from the

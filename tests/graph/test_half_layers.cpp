@@ -23,14 +23,9 @@
 
 using vkt::DType;
 using vkt::Tensor;
+using vkt::test::float_bits;
 
 namespace {
-
-std::vector<std::uint32_t> bits(const std::vector<float>& v) {
-  std::vector<std::uint32_t> out;
-  for (const float f : v) out.push_back(std::bit_cast<std::uint32_t>(f));
-  return out;
-}
 
 /// One conv2d of `g` on x [batch, 7, 6, 3] and a 3 x 2 filter to 4 channels
 /// (strided, padded: every tap and edge case of the GEMM), the loss
@@ -88,9 +83,9 @@ void check_policy_bits(const std::vector<std::vector<float>>& got,
   REQUIRE(got.size() == want.size());
   for (std::size_t i = 0; i < got.size(); ++i) {
     INFO("output " << i << " " << names);
-    CHECK(bits(got[i]) == bits(want[i]));
-    CHECK(bits(got[i]) != bits(f32[i]));
-    CHECK(bits(got[i]) == bits(vkt::from_half(vkt::to_half(got[i], half), half)));
+    CHECK(float_bits(got[i]) == float_bits(want[i]));
+    CHECK(float_bits(got[i]) != float_bits(f32[i]));
+    CHECK(float_bits(got[i]) == float_bits(vkt::from_half(vkt::to_half(got[i], half), half)));
   }
 }
 
@@ -177,7 +172,7 @@ void check_close_to_written(const std::vector<float>& got, const std::vector<flo
     INFO("element " << i << ": " << got[i] << " against " << want[i]);
     CHECK(std::abs(got[i] - want[i]) <= 4 * ulp);
   }
-  CHECK(bits(got) == bits(vkt::from_half(vkt::to_half(got, half), half)));
+  CHECK(float_bits(got) == float_bits(vkt::from_half(vkt::to_half(got, half), half)));
 }
 
 /// The policy's fused attention against the half attention written out with
@@ -301,7 +296,7 @@ TEST_CASE(
     REQUIRE(got.size() == want.size());
     for (std::size_t i = 0; i < got.size(); ++i) {
       INFO("output " << i);
-      CHECK(bits(got[i]) == bits(want[i]));
+      CHECK(float_bits(got[i]) == float_bits(want[i]));
     }
   }
 }

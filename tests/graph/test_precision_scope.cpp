@@ -16,18 +16,13 @@
 using Catch::Matchers::Contains;
 using vkt::Precision;
 using vkt::Tensor;
+using vkt::test::float_bits;
 
 namespace {
 
 constexpr std::int64_t kRows = 5, kIn = 7, kHidden = 6, kOut = 3;
 
 using Values = std::map<std::string, std::vector<float>>;
-
-std::vector<std::uint32_t> bits(const std::vector<float>& v) {
-  std::vector<std::uint32_t> out;
-  for (const float f : v) out.push_back(std::bit_cast<std::uint32_t>(f));
-  return out;
-}
 
 /// Gives each trainable variable of `g` values drawn from its name, so that
 /// graphs sharing a layer's name share its weights.
@@ -117,20 +112,20 @@ void check_scoped_model(Precision outer, Precision inner) {
   const Values got = run(g, fetches, {{"x", x}});
 
   const Values out = output_layer(inner, got.at("h"));
-  CHECK(bits(got.at("y")) == bits(out.at("y")));
-  CHECK(bits(got.at("dout/kernel")) == bits(out.at("dkernel")));
-  CHECK(bits(got.at("dout/bias")) == bits(out.at("dbias")));
+  CHECK(float_bits(got.at("y")) == float_bits(out.at("y")));
+  CHECK(float_bits(got.at("dout/kernel")) == float_bits(out.at("dkernel")));
+  CHECK(float_bits(got.at("dout/bias")) == float_bits(out.at("dbias")));
   const Values hidden = hidden_layer(outer, x, out.at("dh"));
-  CHECK(bits(got.at("h")) == bits(hidden.at("h")));
-  CHECK(bits(got.at("dx")) == bits(hidden.at("dx")));
-  CHECK(bits(got.at("dhidden/kernel")) == bits(hidden.at("dkernel")));
-  CHECK(bits(got.at("dhidden/bias")) == bits(hidden.at("dbias")));
+  CHECK(float_bits(got.at("h")) == float_bits(hidden.at("h")));
+  CHECK(float_bits(got.at("dx")) == float_bits(hidden.at("dx")));
+  CHECK(float_bits(got.at("dhidden/kernel")) == float_bits(hidden.at("dkernel")));
+  CHECK(float_bits(got.at("dhidden/bias")) == float_bits(hidden.at("dbias")));
   // The scope changed something: the output layer under the graph's policy
   // computes other values, and other gradients.
   const Values unscoped = output_layer(outer, got.at("h"));
-  CHECK(bits(got.at("y")) != bits(unscoped.at("y")));
-  CHECK(bits(out.at("dh")) != bits(unscoped.at("dh")));
-  CHECK(bits(got.at("dout/kernel")) != bits(unscoped.at("dkernel")));
+  CHECK(float_bits(got.at("y")) != float_bits(unscoped.at("y")));
+  CHECK(float_bits(out.at("dh")) != float_bits(unscoped.at("dh")));
+  CHECK(float_bits(got.at("dout/kernel")) != float_bits(unscoped.at("dkernel")));
 }
 
 void check_scoped_models() {
