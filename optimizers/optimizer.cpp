@@ -88,6 +88,12 @@ Tensor Optimizer::apply(const std::vector<GradVar>& grads_and_vars, const Tensor
                       "one graph",
                       name_));
     }
+    if (is_half(gv.var.dtype())) {
+      throw Error(fmt::format(
+          "optimizer '{}': variable '{}' is {}, a frozen weight that no optimizer writes; leave "
+          "it out of var_list, or make it an f32 trainable variable",
+          name_, gv.var.name(), to_string(gv.var.dtype())));
+    }
     if (!seen.insert(gv.var.id()).second) {
       throw Error(fmt::format("optimizer '{}': variable '{}' appears twice in one call", name_,
                               gv.var.name()));

@@ -26,8 +26,8 @@ void WeightUpdate::build_master(Towers& towers, const OptimizerCalls& calls,
   // The masters in tower 0's order: the variable arenas then share a layout,
   // and the weights go back to every tower in one copy.
   for (const Variable& v : first.graph->variables()) {
-    const Tensor master =
-        master_->variable(v.tensor.name(), v.tensor.shape(), v.initializer, v.trainable);
+    const Tensor master = master_->variable(v.tensor.name(), v.tensor.shape(), v.initializer,
+                                            v.trainable, v.tensor.dtype());
     if (v.optional_in_checkpoint) master_->set_optional_in_checkpoint(master);
   }
   // The summed dense gradients in tower 0's gradient-arena order, for the same

@@ -38,7 +38,8 @@ void WeightUpdate::build_round_robin(Towers& towers, const OptimizerCalls& calls
     check_same_layout(*share.graph, *first.graph);
     for (const Variable& v : first.graph->variables()) {
       if (owner.at(v.tensor.name()) == j) {
-        share.graph->variable(v.tensor.name(), v.tensor.shape(), v.initializer, v.trainable);
+        share.graph->variable(v.tensor.name(), v.tensor.shape(), v.initializer, v.trainable,
+                              v.tensor.dtype());
       }
     }
     // This share's gradients, made in tower 0's gradient-arena order.

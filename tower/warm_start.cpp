@@ -95,11 +95,14 @@ void warm_start(TowerRun& run, const WarmStartSettings& settings) {
 
   // Tower 0's graph holds every variable of the model in every variable mode.
   std::vector<std::pair<std::string, const HostTensor*>> chosen;
-  std::vector<std::string> trainable;
+  std::vector<std::string> weights;
   for (const Variable& v : run.tower_graph(0).variables()) {
-    if (!v.trainable) continue;  // optimizer slots start fresh
+    // The weights: trainable variables and frozen half ones (which nothing
+    // writes). Optimizer slots and moving averages start fresh.
+    const bool frozen = is_half(v.tensor.dtype());
+    if (!v.trainable && !frozen) continue;
     const std::string& name = v.tensor.name();
-    trainable.push_back(name);
+    weights.push_back(name);
     if (!std::regex_search(name, pattern, std::regex_constants::match_continuous)) continue;
     const auto renamed = settings.var_name_to_prev_var_name.find(name);
     const std::string prev =
@@ -114,17 +117,18 @@ void warm_start(TowerRun& run, const WarmStartSettings& settings) {
     const HostTensor& t = found->second;
     if (t.dtype != DType::F32 || t.shape != v.tensor.shape()) {
       throw Error(fmt::format(
-          "warm start: variable '{}' has shape {} (f32), but tensor '{}' of '{}' has shape {} "
+          "warm start: variable '{}' has shape {} ({}), but tensor '{}' of '{}' has shape {} "
           "({})",
-          name, v.tensor.shape().str(), prev, file, t.shape.str(), to_string(t.dtype)));
+          name, v.tensor.shape().str(), to_string(v.tensor.dtype()), prev, file, t.shape.str(),
+          to_string(t.dtype)));
     }
     chosen.emplace_back(name, &t);
   }
   if (chosen.empty()) {
     throw Error(fmt::format(
-        "warm start: vars_to_warm_start '{}' matches none of the model's trainable variables "
-        "({})",
-        settings.vars_to_warm_start, fmt::join(trainable, ", ")));
+        "warm start: vars_to_warm_start '{}' matches none of the model's trainable or frozen "
+        "half variables ({})",
+        settings.vars_to_warm_start, fmt::join(weights, ", ")));
   }
   for (const auto& [name, prev] : settings.var_name_to_prev_var_name) {
     const bool used =
@@ -132,7 +136,7 @@ void warm_start(TowerRun& run, const WarmStartSettings& settings) {
     if (!used) {
       throw Error(fmt::format(
           "warm start: var_name_to_prev_var_name maps '{}' (to '{}'), which is not a trainable "
-          "variable that vars_to_warm_start '{}' picks",
+          "or frozen half variable that vars_to_warm_start '{}' picks",
           name, prev, settings.vars_to_warm_start));
     }
   }

@@ -7,9 +7,26 @@
 
 #include "../vulkan/device.h"
 #include "../vulkan/error.h"
+#include "half.h"
 #include "precision_scope.h"
 
 namespace vkt {
+namespace {
+
+// `values` as a variable of `dtype` holds them: f32, or half bits (rounded)
+// padded to a whole word.
+std::vector<std::byte> stored_bytes(std::span<const float> values, DType dtype) {
+  if (!is_half(dtype)) {
+    const auto bytes = std::as_bytes(values);
+    return {bytes.begin(), bytes.end()};
+  }
+  const std::vector<std::uint16_t> bits = to_half(values, dtype);
+  std::vector<std::byte> out((bits.size() + 1) / 2 * 4);
+  std::memcpy(out.data(), bits.data(), bits.size() * sizeof(std::uint16_t));
+  return out;
+}
+
+}  // namespace
 
 const Shape& Tensor::shape() const {
   return graph_->info(*this).shape;
@@ -72,9 +89,15 @@ Tensor Graph::input(const std::string& name, const Shape& shape, DType dtype) {
 }
 
 Tensor Graph::variable(const std::string& name, const Shape& shape, const Initializer& initializer,
-                       bool trainable) {
+                       bool trainable, DType dtype) {
   if (auto found = variable_index_.find(name); found != variable_index_.end()) {
     const Variable& existing = variables_[found->second];
+    if (existing.tensor.dtype() != dtype) {
+      throw Error(
+          fmt::format("variable '{}' already exists as {}; it was asked for again as {}. A name "
+                      "means one variable: use another name, or the same dtype",
+                      name, to_string(existing.tensor.dtype()), to_string(dtype)));
+    }
     if (existing.tensor.shape() != shape) {
       throw Error(
           fmt::format("variable '{}' already exists with shape {}; it was asked for again "
@@ -92,8 +115,20 @@ Tensor Graph::variable(const std::string& name, const Shape& shape, const Initia
                     "of shape {}; give values of the variable's shape",
                     name, shape.str(), initializer.values_shape.str()));
   }
+  if (dtype == DType::I32) {
+    throw Error(
+        fmt::format("variable '{}': a variable holds f32, f16 or bf16 values, not i32; "
+                    "feed integers as an input",
+                    name));
+  }
+  if (is_half(dtype) && trainable) {
+    throw Error(fmt::format(
+        "variable '{}' is {} and trainable: the optimizers update f32 variables (the precision "
+        "policy casts them to {} at use); make it f32, or pass trainable = false to freeze it",
+        name, to_string(dtype), to_string(dtype)));
+  }
   check_open(fmt::format("variable '{}'", name).c_str());
-  Tensor t = add_tensor({shape, DType::F32, TensorKind::Variable, name});
+  Tensor t = add_tensor({shape, dtype, TensorKind::Variable, name});
   variable_index_[name] = static_cast<int>(variables_.size());
   variables_.push_back({t, initializer, trainable});
   return t;
@@ -240,7 +275,9 @@ Buffer& Graph::variable_arena() {
   const std::size_t alignment = tensor_alignment();
   std::size_t total = 0;
   for (const Variable& v : variables_) {
-    const std::size_t bytes = static_cast<std::size_t>(v.tensor.shape().elements()) * 4;
+    // A half variable's bytes are whole words, as every half tensor's are.
+    const std::size_t bytes = align_up(
+        static_cast<std::size_t>(v.tensor.shape().elements()) * dtype_bytes(v.tensor.dtype()), 4);
     variable_offsets_[v.tensor.id()] = {total, bytes};
     total = align_up(total + bytes, alignment);
   }
@@ -249,8 +286,9 @@ Buffer& Graph::variable_arena() {
   for (const Variable& v : variables_) {
     const std::vector<float> values = initial_values(v.initializer, v.tensor.shape(),
                                                      variable_seed(options_.seed, v.tensor.name()));
-    std::memcpy(initial.data() + variable_offsets_[v.tensor.id()].first, values.data(),
-                values.size() * sizeof(float));
+    const std::vector<std::byte> bytes = stored_bytes(values, v.tensor.dtype());
+    std::memcpy(initial.data() + variable_offsets_[v.tensor.id()].first, bytes.data(),
+                bytes.size());
   }
   arena.upload(std::span<const std::byte>(initial));
   variable_arena_ = std::move(arena);
@@ -299,21 +337,31 @@ void Graph::wait_for_runs() const {
 
 void Graph::assign(const Tensor& variable, std::span<const float> values) {
   const BufferRange r = variable_range(variable);
-  if (values.size() * sizeof(float) != r.size()) {
+  const TensorInfo& i = info(variable);
+  if (values.size() != static_cast<std::size_t>(i.shape.elements())) {
     throw Error(fmt::format("assign: variable '{}' has shape {} ({} values) but {} were given",
-                            info(variable).name, info(variable).shape.str(),
-                            info(variable).shape.elements(), values.size()));
+                            i.name, i.shape.str(), i.shape.elements(), values.size()));
   }
+  const std::vector<std::byte> bytes = stored_bytes(values, i.dtype);
   wait_for_runs();
-  variable_arena_.upload(std::as_bytes(values), r.offset);
+  variable_arena_.upload(std::span<const std::byte>(bytes), r.offset);
 }
 
 std::vector<float> Graph::values(const Tensor& variable) {
   const BufferRange r = variable_range(variable);
-  std::vector<float> out(r.size() / sizeof(float));
+  const TensorInfo& i = info(variable);
+  std::vector<std::byte> bytes(r.size());
   wait_for_runs();
-  variable_arena_.download(std::as_writable_bytes(std::span<float>(out)), r.offset);
-  return out;
+  variable_arena_.download(std::span<std::byte>(bytes), r.offset);
+  const auto n = static_cast<std::size_t>(i.shape.elements());
+  if (!is_half(i.dtype)) {
+    std::vector<float> out(n);
+    std::memcpy(out.data(), bytes.data(), n * sizeof(float));
+    return out;
+  }
+  std::vector<std::uint16_t> bits(n);
+  std::memcpy(bits.data(), bytes.data(), n * sizeof(std::uint16_t));
+  return from_half(bits, i.dtype);
 }
 
 }  // namespace vkt

@@ -121,9 +121,22 @@ class Graph {
   /// A value fed by the host before each run. Names are unique.
   Tensor input(const std::string& name, const Shape& shape, DType dtype = DType::F32);
   /// The variable `name`: made on first use, returned as is afterwards. Asking
-  /// for an existing name with another shape is a vkt::Error.
+  /// for an existing name with another shape or dtype is a vkt::Error.
+  ///
+  /// `dtype` F16 or BF16 stores a frozen weight in half the bytes (a
+  /// pretrained base kept fixed while adapters train, as PyTorch's
+  /// `requires_grad_(False)` on a bf16 module): it must be `trainable =
+  /// false`, its initial values are rounded to the type, and it is read
+  /// through `cast` (whose widening a half product under the precision policy
+  /// takes as it is). No op writes it; checkpoints store it in its type and
+  /// warm start fills it.
+  ///
+  ///   vkt::Tensor base = g.variable("base/kernel", {512, 512},
+  ///                                 vkt::Initializer::glorot_uniform(), false, vkt::DType::BF16);
+  ///   vkt::Tensor y = vkt::matmul(x, vkt::cast(base, vkt::DType::F32));
   Tensor variable(const std::string& name, const Shape& shape,
-                  const Initializer& initializer = Initializer::zeros(), bool trainable = true);
+                  const Initializer& initializer = Initializer::zeros(), bool trainable = true,
+                  DType dtype = DType::F32);
   std::optional<Tensor> find_variable(const std::string& name) const;
   /// Marks `variable` Variable::optional_in_checkpoint.
   void set_optional_in_checkpoint(const Tensor& variable);
@@ -199,10 +212,12 @@ class Graph {
   /// cannot be added after that.
   Buffer& variable_arena();
   BufferRange variable_range(const Tensor& variable);
-  /// Overwrites a variable's values (a checkpoint restore, a test), after the
+  /// Overwrites a variable's values (a checkpoint restore, a test; rounded to
+  /// a half variable's type), after the
   /// last submitted run is done.
   void assign(const Tensor& variable, std::span<const float> values);
-  /// A variable's values after the last submitted run.
+  /// A variable's values after the last submitted run (a half variable's
+  /// widened, exactly).
   std::vector<float> values(const Tensor& variable);
   /// Executors (and the towers' weight copies) record their runs here, so that
   /// host access waits for them. Thread-safe; per device queue the latest

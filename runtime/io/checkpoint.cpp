@@ -78,8 +78,8 @@ void save_checkpoint(std::span<Graph* const> graphs, std::uint64_t global_step,
   std::vector<detail::CheckpointTensor> tensors;
   for (Graph* graph : graphs) {
     for (const Variable& v : graph->variables()) {
-      tensors.push_back(
-          {v.tensor.name(), v.tensor.shape(), graph->values(v.tensor), v.optional_in_checkpoint});
+      tensors.push_back({v.tensor.name(), v.tensor.shape(), graph->values(v.tensor),
+                         v.tensor.dtype(), v.optional_in_checkpoint});
     }
   }
   write_file_atomically(path, detail::encode_checkpoint(path, tensors, global_step, shard_weights));

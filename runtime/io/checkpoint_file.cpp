@@ -229,21 +229,19 @@ void check_header_crc(const std::string& path, const std::vector<char>& file,
   }
 }
 
-// One tensor entry: F32 (or, in another program's file, F16 or BF16), rank 0
-// to 6, every dimension >= 1, offsets spanning its bytes.
+// One tensor entry: F32, F16 or BF16, rank 0 to 6, every dimension >= 1,
+// offsets spanning its bytes.
 CheckpointEntry parse_entry(const std::string& path, const std::string& name, const json& j,
-                            std::uint64_t data_size, bool half_allowed) {
+                            std::uint64_t data_size) {
   const std::string where = "tensor " + quoted(name);
   if (!j.is_object()) refuse(path, where + " is not a JSON object in the header");
   const auto dtype = j.find("dtype");
   DType type = DType::F32;
-  if (dtype != j.end() && half_allowed && (*dtype == "F16" || *dtype == "BF16")) {
+  if (dtype != j.end() && (*dtype == "F16" || *dtype == "BF16")) {
     type = *dtype == "F16" ? DType::F16 : DType::BF16;
   } else if (dtype == j.end() || *dtype != "F32") {
-    refuse(path, fmt::format("{} has dtype {}, expected {}", where,
-                             dtype == j.end() ? "(none)" : quoted(dtype->dump()),
-                             half_allowed ? "\"F32\", \"F16\" or \"BF16\""
-                                          : "\"F32\" (a vktower checkpoint holds f32 values)"));
+    refuse(path, fmt::format("{} has dtype {}, expected \"F32\", \"F16\" or \"BF16\"", where,
+                             dtype == j.end() ? "(none)" : quoted(dtype->dump())));
   }
   const auto shape = j.find("shape");
   if (shape == j.end() || !shape->is_array()) refuse(path, where + " has no \"shape\" array");
@@ -360,6 +358,22 @@ std::vector<double> parse_weights(const std::string& path, const std::string& te
   }
 }
 
+const char* safetensors_dtype(DType dtype) {
+  return dtype == DType::F16 ? "F16" : dtype == DType::BF16 ? "BF16" : "F32";
+}
+
+// A tensor's bytes in the data section: f32 values, or half bits (rounded)
+// with no padding, as safetensors stores them.
+std::vector<char> stored_bytes(const CheckpointTensor& t) {
+  if (!is_half(t.dtype)) {
+    const auto* bytes = reinterpret_cast<const char*>(t.values.data());
+    return {bytes, bytes + t.values.size() * sizeof(float)};
+  }
+  const std::vector<std::uint16_t> bits = to_half(t.values, t.dtype);
+  const auto* bytes = reinterpret_cast<const char*>(bits.data());
+  return {bytes, bytes + bits.size() * sizeof(std::uint16_t)};
+}
+
 }  // namespace
 
 std::vector<char> encode_checkpoint(const std::string& path,
@@ -370,22 +384,24 @@ std::vector<char> encode_checkpoint(const std::string& path,
   json listing = json::array();
   std::uint64_t size = 0;
   std::uint32_t data_crc = crc32_of({});
+  std::vector<std::vector<char>> data;
   for (const CheckpointTensor& t : tensors) {
     if (static_cast<std::int64_t>(t.values.size()) != t.shape.elements() ||
-        t.name == "__metadata__" || header.contains(t.name)) {
+        t.name == "__metadata__" || header.contains(t.name) || t.dtype == DType::I32) {
       throw Error(
           fmt::format("save_checkpoint('{}'): tensor {} is a duplicate, a reserved "
                       "name, or does not hold its shape's values",
                       path, quoted(t.name)));
     }
+    data.push_back(stored_bytes(t));
     const std::uint64_t begin = size;
-    size += t.values.size() * sizeof(float);
-    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape.dims()}, {"data_offsets", {begin, size}}};
+    size += data.back().size();
+    header[t.name] = {{"dtype", safetensors_dtype(t.dtype)},
+                      {"shape", t.shape.dims()},
+                      {"data_offsets", {begin, size}}};
     listing.push_back({{"name", t.name}, {"shape", t.shape.dims()}});
     if (t.optional) listing.back()["optional"] = true;
-    data_crc =
-        crc32_of({reinterpret_cast<const char*>(t.values.data()), t.values.size() * sizeof(float)},
-                 data_crc);
+    data_crc = crc32_of({data.back().data(), data.back().size()}, data_crc);
   }
   header["__metadata__"] = {{"format", kFormat},
                             {"global_step", std::to_string(global_step)},
@@ -410,10 +426,7 @@ std::vector<char> encode_checkpoint(const std::string& path,
   const std::string crc = fmt::format("{:08x}", crc32_of(file));
   std::memcpy(file.data() + digits, crc.data(), crc.size());
   file.reserve(file.size() + size);
-  for (const CheckpointTensor& t : tensors) {
-    const auto* bytes = reinterpret_cast<const char*>(t.values.data());
-    file.insert(file.end(), bytes, bytes + t.values.size() * sizeof(float));
-  }
+  for (const std::vector<char>& bytes : data) file.insert(file.end(), bytes.begin(), bytes.end());
   return file;
 }
 
@@ -433,8 +446,7 @@ CheckpointFile::CheckpointFile(std::string path, std::vector<char> bytes,
   const std::uint64_t data_size = file_size.value_or(bytes_.size()) - data_offset_;
   for (const auto& [name, value] : header.items()) {
     if (name != "__metadata__") {
-      entries_.emplace(
-          name, parse_entry(path_, name, value, data_size, any_safetensors && !is_vktower(header)));
+      entries_.emplace(name, parse_entry(path_, name, value, data_size));
     }
   }
   if (!is_vktower(header)) {

@@ -36,6 +36,8 @@ struct CheckpointTensor {
   std::string name;
   Shape shape;
   std::vector<float> values;
+  /// F32, or F16 / BF16 (a half variable's; `values` are rounded to it).
+  DType dtype = DType::F32;
   /// Variable::optional_in_checkpoint: a model without it loads the file too.
   bool optional = false;
 };
@@ -50,7 +52,8 @@ std::vector<char> encode_checkpoint(const std::string& path,
 /// Where a tensor's values lie in the data section.
 struct CheckpointEntry {
   Shape shape;
-  /// F32; F16 or BF16 only in another program's file (read as f32, exactly).
+  /// F32, F16 or BF16 (a half variable's, or another program's tensor; read
+  /// as f32, exactly).
   DType dtype = DType::F32;
   std::uint64_t begin = 0;
   std::uint64_t end = 0;
@@ -67,7 +70,7 @@ class CheckpointFile {
   /// listing and the data; with `check_data`, the data's checksum too. Throws
   /// vkt::Error naming `path` and the first problem. With `any_safetensors`, a
   /// file without vktower's metadata (another program's safetensors file) is
-  /// taken too: its F32 tensors checked for shape and offsets (contiguous,
+  /// taken too: its tensors checked for shape and offsets (contiguous,
   /// covering the data), at global step 0; it has no checksum to check.
   CheckpointFile(std::string path, std::vector<char> bytes, bool check_data = true,
                  bool any_safetensors = false);

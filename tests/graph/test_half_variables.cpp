@@ -1,0 +1,194 @@
+// Frozen half variables (Graph::variable with dtype F16 or BF16): stored in
+// half the bytes, initialized and assigned by rounding, read widened, used
+// through cast with the bits of an f32 variable holding the rounded values,
+// and saved to checkpoints in their own type.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <vktower/runtime/io/checkpoint_file.h>
+#include <vktower/vktower.h>
+
+#include "../shared_device.h"
+#include "../test_support.h"
+#include "matmul_variant_scope.h"
+
+using Catch::Matchers::Contains;
+using vkt::DType;
+using vkt::Precision;
+using vkt::Tensor;
+using vkt::test::error_of;
+using vkt::test::float_bits;
+
+namespace {
+
+constexpr std::int64_t kRows = 5, kIn = 7, kOut = 3;
+
+/// `values` rounded to the half type `dtype`, widened back.
+std::vector<float> rounded(const std::vector<float>& values, DType dtype) {
+  return vkt::from_half(vkt::to_half(values, dtype), dtype);
+}
+
+/// The frozen weight [kIn, kOut] every product here uses: values that are not
+/// half values, so a missing rounding shows.
+std::vector<float> weight_values() {
+  return vkt::test::random_floats(kIn * kOut, 41, -0.9f, 0.9f);
+}
+
+struct Outputs {
+  std::vector<float> y, dx, dbias;
+};
+
+/// y = tanh(x w + bias) under `precision`, w the frozen variable "w" of
+/// `w_dtype` holding `w_values`, the loss sum(y * c): y and the gradients for
+/// x and the trainable bias.
+Outputs frozen_product(Precision precision, DType w_dtype, const std::vector<float>& w_values) {
+  vkt::Graph g(vkt::test::shared_device(), {.precision = precision});
+  const Tensor x = g.input("x", {kRows, kIn});
+  const Tensor w = g.variable("w", {kIn, kOut}, vkt::Initializer::zeros(), false, w_dtype);
+  const Tensor bias = g.variable("bias", {kOut}, vkt::Initializer::constant(0.25f));
+  const Tensor y = vkt::tanh(vkt::bias_add(vkt::matmul(x, vkt::cast(w, DType::F32)), bias));
+  const Tensor c = g.constant(y.shape(), vkt::test::random_floats(kRows * kOut, 43));
+  const std::vector<vkt::Gradient> d = vkt::gradients(vkt::reduce_sum(y * c), {x, bias});
+  vkt::Executor exec(g, {y, d[0].dense, d[1].dense});
+  g.assign(w, w_values);
+  exec.feed("x", vkt::test::random_floats(kRows * kIn, 42, -2.0f, 2.0f));
+  exec.run();
+  return {exec.read(y), exec.read(d[0].dense), exec.read(d[1].dense)};
+}
+
+}  // namespace
+
+TEST_CASE("a half variable holds its initial values rounded to its type, in half the bytes") {
+  for (const DType dtype : {DType::F16, DType::BF16}) {
+    INFO(vkt::to_string(dtype));
+    vkt::Graph f32(vkt::test::shared_device(), {.seed = 5});
+    vkt::Graph half(vkt::test::shared_device(), {.seed = 5});
+    const auto glorot = vkt::Initializer::glorot_uniform();
+    const Tensor a = f32.variable("w", {3, 7}, glorot, false);
+    const Tensor b = half.variable("w", {3, 7}, glorot, false, dtype);
+    // An odd count of elements: the bytes are whole words, as every half tensor's.
+    const Tensor odd = half.variable("odd", {5}, vkt::Initializer::constant(0.1f), false, dtype);
+    CHECK(b.dtype() == dtype);
+    const std::vector<float> exact = f32.values(a);
+    CHECK(float_bits(half.values(b)) == float_bits(rounded(exact, dtype)));
+    CHECK(float_bits(half.values(b)) != float_bits(exact));
+    CHECK(half.variable_range(b).size() == 44);  // 21 halves, padded to 11 words
+    CHECK(half.variable_range(odd).size() == 12);
+    CHECK(half.values(odd) == rounded(std::vector<float>(5, 0.1f), dtype));
+
+    // assign rounds to the type (ties to even); values() widens exactly.
+    const std::vector<float> given = {1.0f + 1.0f / 4096, 65520.0f, -3e-8f, 0.0f, -0.0f};
+    half.assign(odd, given);
+    CHECK(float_bits(half.values(odd)) == float_bits(rounded(given, dtype)));
+  }
+}
+
+TEST_CASE(
+    "a frozen half variable read through cast has the bits of an f32 one holding its "
+    "rounded values, on both kernels and under every precision") {
+  const char* kernels = GENERATE("tiled", "texel");
+  INFO(kernels);
+  const vkt::test::VariantScope scope(kernels);
+  for (const DType dtype : {DType::F16, DType::BF16}) {
+    const std::vector<float> w = rounded(weight_values(), dtype);
+    for (const Precision precision : {Precision::F32, Precision::F16, Precision::BF16}) {
+      INFO(vkt::to_string(dtype) << " variable, " << vkt::to_string(precision));
+      const Outputs half = frozen_product(precision, dtype, weight_values());
+      const Outputs f32 = frozen_product(precision, DType::F32, w);
+      CHECK(float_bits(half.y) == float_bits(f32.y));
+      CHECK(float_bits(half.dx) == float_bits(f32.dx));
+      CHECK(float_bits(half.dbias) == float_bits(f32.dbias));
+      // Not the product of the weight unrounded (which a policy of the
+      // variable's own type rounds alike).
+      if (vkt::compute_dtype(precision) != dtype) {
+        CHECK(float_bits(half.y) !=
+              float_bits(frozen_product(precision, DType::F32, weight_values()).y));
+      }
+    }
+  }
+}
+
+TEST_CASE(
+    "under the half precision of its type a frozen half variable enters the product as "
+    "it is stored, with no cast of its own") {
+  const vkt::test::VariantScope scope("tiled");  // products that take half tensors (GPUs)
+  vkt::Graph g(vkt::test::shared_device(), {.precision = Precision::BF16});
+  const Tensor x = g.input("x", {kRows, kIn});
+  const Tensor w = g.variable("w", {kIn, kOut}, vkt::Initializer::zeros(), false, DType::BF16);
+  (void)vkt::matmul(x, vkt::cast(w, DType::F32));
+  int casts_to_half = 0, products_of_w = 0;
+  for (const vkt::Node& node : g.nodes()) {
+    casts_to_half += node.op->type() == "cast" && node.output.dtype() == DType::BF16;
+    for (const Tensor& in : node.inputs) products_of_w += in.id() == w.id();
+  }
+  CHECK(casts_to_half == 1);  // x's alone
+  CHECK(products_of_w == 2);  // the widening cast, and the half product itself
+}
+
+TEST_CASE("a checkpoint stores a half variable in its type and loads it bit for bit") {
+  vkt::test::TempDir dir;
+  const std::string path = dir / "frozen.safetensors";
+  vkt::Graph saved(vkt::test::shared_device(), {.seed = 3});
+  const Tensor w =
+      saved.variable("w", {3, 5}, vkt::Initializer::glorot_uniform(), false, DType::BF16);
+  const Tensor b = saved.variable("b", {5}, vkt::Initializer::constant(0.3f));
+  vkt::save_checkpoint(saved, path);
+  const auto file = vkt::detail::CheckpointFile::read(path);
+  const vkt::detail::CheckpointEntry& entry = file.entries().at("w");
+  CHECK(entry.dtype == DType::BF16);
+  CHECK(entry.end - entry.begin == 15 * 2);  // two bytes each, unpadded, as safetensors stores
+  CHECK(file.entries().at("b").dtype == DType::F32);
+
+  vkt::Graph loaded(vkt::test::shared_device(), {.seed = 4});
+  const Tensor w2 = loaded.variable("w", {3, 5}, vkt::Initializer::zeros(), false, DType::BF16);
+  const Tensor b2 = loaded.variable("b", {5});
+  vkt::load_checkpoint(loaded, path);
+  CHECK(float_bits(loaded.values(w2)) == float_bits(saved.values(w)));
+  CHECK(loaded.values(b2) == saved.values(b));
+
+  // A model whose variable is f32 (or f16) takes the file's values, widened
+  // (or rounded), as PyTorch's load_state_dict converts.
+  vkt::Graph widened(vkt::test::shared_device());
+  const Tensor w3 = widened.variable("w", {3, 5}, vkt::Initializer::zeros(), false);
+  (void)widened.variable("b", {5});
+  vkt::load_checkpoint(widened, path);
+  CHECK(float_bits(widened.values(w3)) == float_bits(saved.values(w)));
+  vkt::Graph narrowed(vkt::test::shared_device());
+  const Tensor w4 = narrowed.variable("w", {3, 5}, vkt::Initializer::zeros(), false, DType::F16);
+  (void)narrowed.variable("b", {5});
+  vkt::load_checkpoint(narrowed, path);
+  CHECK(float_bits(narrowed.values(w4)) == float_bits(rounded(saved.values(w), DType::F16)));
+}
+
+TEST_CASE("half variables refuse training, another dtype under their name, and i32") {
+  vkt::Graph g(vkt::test::shared_device());
+  CHECK_THAT(error_of([&] {
+               g.variable("w", {2, 2}, vkt::Initializer::zeros(), true, DType::BF16);
+             }),
+             Contains("variable 'w' is bf16 and trainable") &&
+                 Contains("pass trainable = false to freeze it"));
+  CHECK(g.variables().empty());
+  (void)g.variable("w", {2, 2}, vkt::Initializer::zeros(), false, DType::BF16);
+  CHECK_THAT(error_of([&] {
+               g.variable("w", {2, 2}, vkt::Initializer::zeros(), false);
+             }),
+             Contains("variable 'w' already exists as bf16; it was asked for again as f32"));
+  CHECK_THAT(error_of([&] { g.variable("n", {2}, vkt::Initializer::zeros(), false, DType::I32); }),
+             Contains("holds f32, f16 or bf16 values, not i32"));
+  // No op writes a half variable: the optimizers take trainable variables
+  // alone, and an update of one as state is refused.
+  const Tensor w = *g.find_variable("w");
+  CHECK(g.trainable_variables().empty());
+  CHECK_THAT(
+      error_of([&] {
+        vkt::assign_moving_average(w, g.constant({2, 2}, std::vector<float>{1, 2, 3, 4}), 0.5f);
+      }),
+      Contains("both tensors must be f32"));
+  const Tensor x = g.input("x", {2, 2});
+  const Tensor loss = vkt::reduce_sum(vkt::matmul(x, vkt::cast(w, DType::F32)));
+  vkt::SGD sgd(0.1f);
+  CHECK_THAT(error_of([&] { sgd.minimize(loss, std::vector<Tensor>{w}); }),
+             Contains("variable 'w' is bf16, a frozen weight that no optimizer writes"));
+}
