@@ -106,6 +106,8 @@ void WeightUpdate::build_master(Towers& towers, const OptimizerCalls& calls,
   }
   std::vector<std::vector<GradientReducer::Segment>> segments;
   std::vector<BufferRange> weights;
+  const std::size_t frozen = first.graph->frozen_bytes();
+  const std::size_t arena = first.graph->variable_arena().size();
   for (int i = 0; i < n; ++i) {
     Towers::Tower& t = towers[static_cast<std::size_t>(i)];
     for (const Variable& v : t.graph->variables()) {
@@ -150,19 +152,20 @@ void WeightUpdate::build_master(Towers& towers, const OptimizerCalls& calls,
         }
       }
     }
-    weights.emplace_back(t.graph->variable_arena());
+    weights.emplace_back(t.graph->variable_arena(), frozen, arena - frozen);
   }
   // The new weights are read once from the master and sent to every tower,
-  // the trainable ones in half where asked.
+  // the trainable ones in half where asked; the frozen half variables, which
+  // no step changes, lie before them and stay where they are.
   std::vector<WeightBroadcast::Range> trainable;
   for (const Variable& v : first.graph->variables()) {
     if (!v.trainable) continue;
     const BufferRange r = first.graph->variable_range(v.tensor);
-    trainable.push_back({r.offset, r.size()});
+    trainable.push_back({r.offset - frozen, r.size()});
   }
   weights_out_ = std::make_unique<WeightBroadcast>(
-      BufferRange(master_->variable_arena(), 0, first.graph->variable_arena().size()), weights,
-      trainable, placement.options->weight_copy_dtype);
+      BufferRange(master_->variable_arena(), frozen, arena - frozen), weights, trainable,
+      placement.options->weight_copy_dtype);
   destinations_.push_back({by_offset.empty()
                                ? BufferRange()
                                : BufferRange(master_executor_->gradient_arena(), 0, dense_end),

@@ -91,8 +91,12 @@ void WeightUpdate::build_round_robin(Towers& towers, const OptimizerCalls& calls
     // Each new value is read once and sent to every tower.
     for (const Variable& v : first.graph->variables()) {
       const std::optional<Tensor> master = share.graph->find_variable(v.tensor.name());
-      // A state variable stays each tower's own (state_variables.cpp).
-      if (!master || is_state_variable(*first.graph, v.tensor.name())) continue;
+      // A state variable stays each tower's own (state_variables.cpp); a
+      // frozen half one never changes.
+      if (!master || is_state_variable(*first.graph, v.tensor.name()) ||
+          is_half(v.tensor.dtype())) {
+        continue;
+      }
       std::vector<BufferRange> replicas;
       for (Towers::Tower& t : towers) {
         replicas.push_back(t.graph->variable_range(*t.graph->find_variable(v.tensor.name())));

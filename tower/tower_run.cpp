@@ -405,6 +405,9 @@ void TowerRun::restore_local(const std::string& path) {
   }
   if (Graph* master = update_ ? update_->master() : nullptr) {
     load_checkpoint(*master, path, match);
+    // The frozen half variables, which the weights' copy-back leaves out,
+    // straight from the same, checked file (the rest it then overwrites).
+    for (Towers::Tower& t : *towers_) load_checkpoint(*t.graph, path, CheckpointMatch::GraphSubset);
     update_->send_weights();
     for (Towers::Tower& t : *towers_) t.graph->set_global_step(master->global_step());
     return;

@@ -274,12 +274,17 @@ Buffer& Graph::variable_arena() {
   if (variable_arena_) return variable_arena_;
   const std::size_t alignment = tensor_alignment();
   std::size_t total = 0;
-  for (const Variable& v : variables_) {
-    // A half variable's bytes are whole words, as every half tensor's are.
-    const std::size_t bytes = align_up(
-        static_cast<std::size_t>(v.tensor.shape().elements()) * dtype_bytes(v.tensor.dtype()), 4);
-    variable_offsets_[v.tensor.id()] = {total, bytes};
-    total = align_up(total + bytes, alignment);
+  // The frozen (half) variables first: the weights' copy-back leaves them out.
+  for (const bool frozen : {true, false}) {
+    if (!frozen) frozen_bytes_ = total;
+    for (const Variable& v : variables_) {
+      if (is_half(v.tensor.dtype()) != frozen) continue;
+      // A half variable's bytes are whole words, as every half tensor's are.
+      const std::size_t bytes = align_up(
+          static_cast<std::size_t>(v.tensor.shape().elements()) * dtype_bytes(v.tensor.dtype()), 4);
+      variable_offsets_[v.tensor.id()] = {total, bytes};
+      total = align_up(total + bytes, alignment);
+    }
   }
   Buffer arena(*device_, std::max<std::size_t>(total, alignment));
   std::vector<std::byte> initial(arena.size());
@@ -293,6 +298,11 @@ Buffer& Graph::variable_arena() {
   arena.upload(std::span<const std::byte>(initial));
   variable_arena_ = std::move(arena);
   return variable_arena_;
+}
+
+std::size_t Graph::frozen_bytes() {
+  (void)variable_arena();
+  return frozen_bytes_;
 }
 
 BufferRange Graph::variable_range(const Tensor& variable) {

@@ -211,6 +211,12 @@ class Graph {
   /// from the initializers) the first time an Executor needs it. Variables
   /// cannot be added after that.
   Buffer& variable_arena();
+  /// The bytes at the variable arena's start that hold the frozen half
+  /// variables (0 without any): they lie before every other variable, so
+  /// graphs that share the model's variables share their place (a master's
+  /// optimizer slots come after), and the bytes a step may change are the
+  /// ones after, which is all the weights' copy-back sends.
+  std::size_t frozen_bytes();
   BufferRange variable_range(const Tensor& variable);
   /// Overwrites a variable's values (a checkpoint restore, a test; rounded to
   /// a half variable's type), after the
@@ -258,6 +264,7 @@ class Graph {
   Ticket last_run_;
   std::vector<Ticket> pending_runs_;  // the latest ticket of each device queue recorded
   Buffer variable_arena_;
+  std::size_t frozen_bytes_ = 0;
   std::map<int, std::pair<std::size_t, std::size_t>> variable_offsets_;  // id -> offset, bytes
 };
 

@@ -77,6 +77,7 @@ TEST_CASE("a half variable holds its initial values rounded to its type, in half
     CHECK(half.variable_range(b).size() == 44);  // 21 halves, padded to 11 words
     CHECK(half.variable_range(odd).size() == 12);
     CHECK(half.values(odd) == rounded(std::vector<float>(5, 0.1f), dtype));
+    CHECK(f32.frozen_bytes() == 0);  // nothing frozen
 
     // assign rounds to the type (ties to even); values() widens exactly.
     const std::vector<float> given = {1.0f + 1.0f / 4096, 65520.0f, -3e-8f, 0.0f, -0.0f};
@@ -125,6 +126,21 @@ TEST_CASE(
   }
   CHECK(casts_to_half == 1);  // x's alone
   CHECK(products_of_w == 2);  // the widening cast, and the half product itself
+}
+
+TEST_CASE("the frozen half variables lie before every other variable in the arena") {
+  vkt::Graph g(vkt::test::shared_device());
+  const Tensor a = g.variable("a", {3}, vkt::Initializer::zeros(), false, DType::BF16);
+  const Tensor b = g.variable("b", {5});
+  const Tensor c = g.variable("c", {7}, vkt::Initializer::zeros(), false, DType::F16);
+  const Tensor d = g.variable("d", {2}, vkt::Initializer::zeros(), false);
+  const std::size_t frozen = g.frozen_bytes();
+  for (const Tensor& t : {a, c}) {
+    CHECK(g.variable_range(t).offset + g.variable_range(t).size() <= frozen);
+  }
+  for (const Tensor& t : {b, d}) CHECK(g.variable_range(t).offset >= frozen);
+  CHECK(g.variable_range(a).offset < g.variable_range(c).offset);  // in the order made
+  CHECK(frozen > 0);
 }
 
 TEST_CASE("a checkpoint stores a half variable in its type and loads it bit for bit") {
