@@ -128,6 +128,26 @@ TEST_CASE(
   CHECK(products_of_w == 2);  // the widening cast, and the half product itself
 }
 
+TEST_CASE(
+    "on the texel kernel under the precision of its type a frozen half variable is "
+    "widened once and not rounded again") {
+  const vkt::test::VariantScope scope("texel");  // CPU devices: f32 products of rounded values
+  vkt::Graph g(vkt::test::shared_device(), {.precision = Precision::F16});
+  const Tensor x = g.input("x", {kRows, kIn});
+  const Tensor w = g.variable("w", {kIn, kOut}, vkt::Initializer::zeros(), false, DType::F16);
+  const Tensor wide = vkt::cast(w, DType::F32);
+  (void)vkt::matmul(x, wide);
+  int rounds_of_w = 0;
+  for (const vkt::Node& node : g.nodes()) {
+    for (const Tensor& in : node.inputs) {
+      rounds_of_w += in.id() == wide.id() && node.op->type().rfind("round_", 0) == 0;
+    }
+  }
+  CHECK(rounds_of_w == 0);
+  CHECK(vkt::round_to_half(wide, DType::F16).id() == wide.id());
+  CHECK(vkt::round_to_half(wide, DType::BF16).id() != wide.id());  // another type: rounded
+}
+
 TEST_CASE("the frozen half variables lie before every other variable in the arena") {
   vkt::Graph g(vkt::test::shared_device());
   const Tensor a = g.variable("a", {3}, vkt::Initializer::zeros(), false, DType::BF16);

@@ -263,9 +263,14 @@ Tensor round_to_half(const Tensor& x, DType half) {
   }
   const UnaryKind kind = half == DType::F16 ? UnaryKind::RoundF16 : UnaryKind::RoundBF16;
   // Rounding is idempotent: a value already rounded to `half` (the policy's
-  // operands, met again by the gradients' products) is returned as it is.
+  // operands, met again by the gradients' products; a frozen half variable
+  // widened, which takes no gradient) is returned as it is.
   if (x.valid() && x.graph().info(x).kind == TensorKind::Op &&
       x.graph().nodes()[x.graph().info(x).node].op->type() == name_of(kind)) {
+    return x;
+  }
+  if (const std::optional<Tensor> h = widened_from(x);
+      h && h->dtype() == half && x.graph().info(*h).kind == TensorKind::Variable) {
     return x;
   }
   return unary(kind, x);

@@ -1,0 +1,132 @@
+// vkt-bench-frozen: a LoRA-shaped model (a frozen base of `layers` square
+// layers, each with a trainable rank-r adapter) trained on 2 towers in
+// SharedLocalParameterServer mode, with the base held as f32 frozen
+// variables (which the weights' copy-back carries to the towers every step)
+// and as bf16 frozen variables (half the bytes, never copied): examples/s of
+// each, their ratio, and the variable arena's bytes, all in one run.
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <random>
+
+#include <vktower/tower/replicate.h>
+#include <vktower/tower/tower_run.h>
+#include <vktower/vktower.h>
+
+namespace {
+
+struct Shape {
+  std::int64_t batch, width, rank;
+  int layers;
+  vkt::Precision precision;
+};
+
+/// h <- tanh(h base_i + up_i(down_i(h))) for each layer, then a dense head;
+/// the bases frozen in `base_dtype`, everything else trained by Adam.
+vkt::ModelFn lora(const Shape& s, vkt::DType base_dtype) {
+  return [s, base_dtype](vkt::ModelContext& ctx, const vkt::TensorDict& f, const vkt::TensorDict& l,
+                         vkt::Mode mode, const vkt::Params&) {
+    vkt::Graph& g = ctx.graph();
+    vkt::Tensor h = f.at("x");
+    for (int i = 0; i < s.layers; ++i) {
+      const std::string name = fmt::format("layer{}", i);
+      const vkt::Tensor base = g.variable(name + "/base", {s.width, s.width},
+                                          vkt::Initializer::glorot_uniform(), false, base_dtype);
+      const vkt::Tensor down =
+          vkt::layers::dense(h, s.rank, vkt::layers::Activation::None, name + "/down");
+      const vkt::Tensor up =
+          vkt::layers::dense(down, s.width, vkt::layers::Activation::None, name + "/up");
+      h = vkt::tanh(vkt::matmul(h, vkt::cast(base, vkt::DType::F32)) + up);
+    }
+    const vkt::Tensor logits = vkt::layers::dense(h, 10, vkt::layers::Activation::None, "head");
+    const vkt::Tensor loss = vkt::sparse_softmax_cross_entropy(l.at("y"), logits);
+    vkt::TowerOptimizer adam([] { return std::make_unique<vkt::Adam>(1e-3f); });
+    return vkt::EstimatorSpec{.mode = mode, .loss = loss, .train_op = adam.minimize(loss)};
+  };
+}
+
+struct Result {
+  double examples_per_s = 0, copy_back_ms = 0;
+  std::size_t arena_bytes = 0;
+};
+
+Result measure(vkt::Instance& instance, const Shape& s, vkt::DType base_dtype, int towers,
+               int steps) {
+  const auto replicated = vkt::replicate_model_fn(
+      lora(s, base_dtype),
+      {.devices = std::vector<std::uint32_t>(static_cast<std::size_t>(towers), 0),
+       .variable_mode = vkt::VariableMode::SharedLocalParameterServer,
+       .precision = s.precision});
+  vkt::ModelContext root(instance, {{"x", {{s.batch, s.width}}}},
+                         {{"y", {{s.batch}, vkt::DType::I32}}});
+  const vkt::EstimatorSpec spec = replicated(root, {}, {}, vkt::Mode::Train, {});
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(static_cast<std::size_t>(s.batch * s.width));
+  for (float& v : x) v = normal(rng);
+  std::vector<std::int32_t> y(static_cast<std::size_t>(s.batch));
+  for (auto& v : y) v = static_cast<std::int32_t>(rng() % 10);
+  const vkt::HostBatch features{{"x", vkt::HostTensor::floats({s.batch, s.width}, x)}};
+  const vkt::HostBatch labels{{"y", vkt::HostTensor::ints({s.batch}, y)}};
+  vkt::TowerRun& run = *spec.run;
+  run.train_step(features, labels);  // warm-up
+  static_cast<void>(run.take_losses());
+  double copy_back = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < steps; ++i) {
+    run.train_step(features, labels);
+    copy_back += run.last_step_times().copy_back;
+    static_cast<void>(run.take_losses(2));
+  }
+  static_cast<void>(run.take_losses());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return {static_cast<double>(s.batch) * steps / seconds, copy_back / steps,
+          run.tower_graph(0).variable_arena().size()};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"vkt-bench-frozen: a frozen base in f32 against bf16 (LoRA's shape) on towers"};
+  Shape s{64, 1024, 8, 4, vkt::Precision::F32};
+  int steps = 10, towers = 2;
+  std::string precision = "fp32";
+  app.add_option("--batch", s.batch, "global batch")->capture_default_str();
+  app.add_option("--width", s.width, "width of each square base layer")->capture_default_str();
+  app.add_option("--rank", s.rank, "rank of each adapter")->capture_default_str();
+  app.add_option("--layers", s.layers, "base layers")->capture_default_str();
+  app.add_option("--steps", steps, "timed steps (after one warm-up)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--towers", towers, "towers, all on device 0")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  app.add_option("--precision", precision, "fp32, fp16 or bf16 (ReplicateOptions::precision)")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  try {
+    s.precision = vkt::parse_precision(precision, "--precision");
+    vkt::Instance instance;
+    fmt::print("device: {}\n", instance.device(0).name);
+    fmt::print(
+        "{} base layers of {} x {}, rank-{} adapters, batch {}, {} towers (shared local "
+        "parameter server), {}\n",
+        s.layers, s.width, s.width, s.rank, s.batch, towers, precision);
+    const Result f32 = measure(instance, s, vkt::DType::F32, towers, steps);
+    const Result bf16 = measure(instance, s, vkt::DType::BF16, towers, steps);
+    for (const auto& [name, r] : {std::pair{"f32 base ", f32}, std::pair{"bf16 base", bf16}}) {
+      fmt::print("  {}: {:8.0f} examples/s, copy-back {:7.2f} ms/step, variable arena {:.1f} MiB\n",
+                 name, r.examples_per_s, r.copy_back_ms,
+                 static_cast<double>(r.arena_bytes) / (1 << 20));
+    }
+    fmt::print("frozen_bf16_vs_f32_ratio={:.2f}\n", bf16.examples_per_s / f32.examples_per_s);
+    fmt::print("frozen_bf16_vs_f32_arena_ratio={:.2f}\n",
+               static_cast<double>(bf16.arena_bytes) / static_cast<double>(f32.arena_bytes));
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "vkt-bench-frozen: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}
