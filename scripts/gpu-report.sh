@@ -144,6 +144,7 @@ if [[ $short == 1 ]]; then
   bench cnn 120 vkt-bench-cnn --towers 1,2 --batch 8 --steps 1 --no-torch --no-kernels
   bench gpt 120 vkt-bench-gpt --towers 1 --batch 4 --context 16 --layers 1 --steps 1 --reps 1 --rounds 1 --no-torch
   bench step-overhead 60 vkt-bench-step-overhead --steps 5
+  bench frozen 60 vkt-bench-frozen --width 64 --layers 1 --batch 8 --steps 1
 else
   bench peak 60 vkt-bench-peak
   bench matmul 90 vkt-bench-matmul --sizes 1024,2048,4096 --reps 5 --slow-max 0 --sweep-tiles --sweep-sizes 4096 --f16-sizes 1024,4096
@@ -168,6 +169,7 @@ else
   bench fusion 40 vkt-bench-fusion
   FIGURE_SUFFIX=_fp16 bench fusion-fp16 60 vkt-bench-fusion --precision fp16
   bench estimator 60 vkt-bench-estimator --steps 200 --reps 2
+  bench frozen 40 vkt-bench-frozen --precision bf16 --width 4096 --layers 4 --batch 256 --steps 20
   if digits=$(prog vkt-digits); then
     bench startup 60 vkt-bench-startup --program "$digits" --data "$VKT_DATA_DIR/digits.csv.gz"
   fi
