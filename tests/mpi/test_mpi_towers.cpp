@@ -16,6 +16,7 @@
 #include <vktower/optimizers/sgd.h>
 #include <vktower/optimizers/tower_optimizer.h>
 #include <vktower/runtime/graph/ops/batch_norm.h>
+#include <vktower/runtime/graph/ops/cast.h>
 #include <vktower/runtime/graph/ops/elementwise.h>
 #include <vktower/runtime/graph/ops/embedding.h>
 #include <vktower/runtime/graph/ops/layers.h>
@@ -410,6 +411,55 @@ TEST_CASE("processes that built different models stop at start-up, naming the di
   CHECK_THAT(error, Contains("variable 'hidden/kernel' [7, 16]"));
   CHECK_THAT(error, Contains("variable 'hidden/kernel' [7, 17]"));
   CHECK(same_on_every_rank({{static_cast<float>(error.size())}}));  // every rank says it
+}
+
+/// The MLP's logits plus x times a frozen half base [kIn, kClasses] of
+/// `base_dtype` (param "base": 0 bf16, 1 f16), which each rank's seed
+/// initializes differently unless rank 0's values reach every tower.
+vkt::EstimatorSpec frozen_base(vkt::ModelContext& ctx, const vkt::TensorDict& f,
+                               const vkt::TensorDict& l, vkt::Mode mode, const vkt::Params& p) {
+  const bool f16 = p.count("base") && std::get<std::int64_t>(p.at("base")) == 1;
+  const Tensor base =
+      ctx.graph().variable("base/kernel", {kIn, kClasses}, vkt::Initializer::glorot_uniform(),
+                           false, f16 ? vkt::DType::F16 : vkt::DType::BF16);
+  const Tensor h = vkt::layers::dense(f.at("x"), 16, vkt::layers::Activation::Tanh, "hidden");
+  const Tensor logits = vkt::layers::dense(h, kClasses, vkt::layers::Activation::None, "out") +
+                        vkt::matmul(f.at("x"), vkt::cast(base, vkt::DType::F32));
+  const Tensor loss = vkt::sparse_softmax_cross_entropy(l.at("y"), logits);
+  vkt::TowerOptimizer adam([] { return std::make_unique<vkt::Adam>(0.01); });
+  return vkt::EstimatorSpec{.mode = mode, .loss = loss, .train_op = adam.minimize(loss)};
+}
+
+TEST_CASE(
+    "a frozen half base on 2 processes x 2 towers: rank 0's values on every rank and "
+    "tower, trained as 1 process x 4 towers",
+    "[mpi]") {
+  std::vector<std::string> names = kMlpValues;
+  names.push_back("base/kernel");
+  for (const auto mode : {vkt::VariableMode::SharedLocalParameterServer,
+                          vkt::VariableMode::Mirrored, vkt::VariableMode::RoundRobin}) {
+    INFO("variable mode " << static_cast<int>(mode));
+    const Values many = train({.processes = &world(), .mode = mode}, frozen_base, data(), names);
+    const Values one = train({.towers = 4, .mode = mode}, frozen_base, data(), names);
+    CHECK(same_on_every_rank(many));
+    CHECK(many.back() == one.back());  // the base: rank 0's seed, unchanged
+    for (std::size_t v = 0; v < one.size(); ++v) {
+      INFO("value " << v);
+      CHECK(norm_relative(many[v], one[v]) <= 1e-6);
+    }
+  }
+  // A rank whose base is of another type built another model.
+  vkt::Instance instance;
+  const auto replicated = vkt::replicate_model_fn(frozen_base, {.devices = {0, 0}});
+  vkt::ModelContext root(instance, {{"x", {{kBatch / 2, kIn}}}},
+                         {{"y", {{kBatch / 2}, vkt::DType::I32}}});
+  root.set_device_pool(&vkt::test::tower_devices());
+  root.set_distribution({.processes = &world()});
+  const std::string error = vkt::test::error_of([&] {
+    replicated(root, {}, {}, vkt::Mode::Train, {{"base", std::int64_t{world().rank()}}});
+  });
+  CHECK_THAT(error, Contains("rank 0 has 'variable 'base/kernel' [7, 5] bf16"));
+  CHECK_THAT(error, Contains("rank 1 has 'variable 'base/kernel' [7, 5] f16"));
 }
 
 TEST_CASE(
