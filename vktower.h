@@ -20,6 +20,7 @@
 // Models: graphs, ops, gradients, execution.
 #include "runtime/graph/autodiff.h"
 #include "runtime/graph/executor.h"
+#include "runtime/graph/frozen_scope.h"
 #include "runtime/graph/graph.h"
 #include "runtime/graph/half.h"
 #include "runtime/graph/ops/batch_norm.h"

@@ -90,9 +90,12 @@ Tensor Graph::input(const std::string& name, const Shape& shape, DType dtype) {
 
 Tensor Graph::variable(const std::string& name, const Shape& shape, const Initializer& initializer,
                        bool trainable, DType dtype) {
+  // A FrozenScope freezes the weights made in it (asked for as trainable f32).
+  const bool frozen_by_scope = frozen_dtype_ && trainable && dtype == DType::F32;
   if (auto found = variable_index_.find(name); found != variable_index_.end()) {
     const Variable& existing = variables_[found->second];
-    if (existing.tensor.dtype() != dtype) {
+    if (existing.tensor.dtype() != dtype &&
+        !(frozen_by_scope && existing.tensor.dtype() == *frozen_dtype_)) {
       throw Error(
           fmt::format("variable '{}' already exists as {}; it was asked for again as {}. A name "
                       "means one variable: use another name, or the same dtype",
@@ -114,6 +117,10 @@ Tensor Graph::variable(const std::string& name, const Shape& shape, const Initia
         fmt::format("variable '{}' has shape {}, but Initializer::from_values was given values "
                     "of shape {}; give values of the variable's shape",
                     name, shape.str(), initializer.values_shape.str()));
+  }
+  if (frozen_by_scope) {
+    trainable = false;
+    dtype = *frozen_dtype_;
   }
   if (dtype == DType::I32) {
     throw Error(

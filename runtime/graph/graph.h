@@ -129,7 +129,8 @@ class Graph {
   /// false`, its initial values are rounded to the type, and it is read
   /// through `cast` (whose widening a half product under the precision policy
   /// takes as it is). No op writes it; checkpoints store it in its type and
-  /// warm start fills it.
+  /// warm start fills it. Inside a FrozenScope a variable asked for as
+  /// trainable is made frozen in the scope's type instead.
   ///
   ///   vkt::Tensor base = g.variable("base/kernel", {512, 512},
   ///                                 vkt::Initializer::glorot_uniform(), false, vkt::DType::BF16);
@@ -237,6 +238,7 @@ class Graph {
 
  private:
   friend class PrecisionScope;  // sets options_.precision while it lives
+  friend class FrozenScope;     // sets frozen_dtype_ while it lives
 
   Tensor add_tensor(TensorInfo info);
   /// Waits for every run recorded (set_last_run), the latest of each queue.
@@ -265,6 +267,8 @@ class Graph {
   std::vector<Ticket> pending_runs_;  // the latest ticket of each device queue recorded
   Buffer variable_arena_;
   std::size_t frozen_bytes_ = 0;
+  // A FrozenScope's type: weights asked for as trainable are made frozen in it.
+  std::optional<DType> frozen_dtype_;
   std::map<int, std::pair<std::size_t, std::size_t>> variable_offsets_;  // id -> offset, bytes
 };
 

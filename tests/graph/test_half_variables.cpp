@@ -4,6 +4,7 @@
 // and saved to checkpoints in their own type.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -227,4 +228,85 @@ TEST_CASE("half variables refuse training, another dtype under their name, and i
   vkt::SGD sgd(0.1f);
   CHECK_THAT(error_of([&] { sgd.minimize(loss, std::vector<Tensor>{w}); }),
              Contains("variable 'w' is bf16, a frozen weight that no optimizer writes"));
+}
+
+namespace {
+
+/// dense (gelu) then layer_norm on x, the layers' weights given `values` (by
+/// name, each rounded to bf16 first where `round`), under `precision`: the
+/// output and its gradient for x. In a FrozenScope of `frozen` when given.
+Outputs frozen_layers(Precision precision, std::optional<DType> frozen,
+                      std::map<std::string, std::vector<float>> values, bool round) {
+  vkt::Graph g(vkt::test::shared_device(), {.precision = precision});
+  const Tensor x = g.input("x", {kRows, kIn});
+  Tensor y;
+  {
+    std::optional<vkt::FrozenScope> scope;
+    if (frozen) scope.emplace(g, *frozen);
+    y = vkt::layers::layer_norm(vkt::layers::dense(x, kOut, vkt::layers::Activation::Gelu, "dense"),
+                                1e-5f, "norm");
+  }
+  const Tensor c = g.constant(y.shape(), vkt::test::random_floats(kRows * kOut, 43));
+  const Tensor dx = vkt::gradients(vkt::reduce_sum(y * c), {x})[0].dense;
+  vkt::Executor exec(g, {y, dx});
+  for (auto& [name, v] : values) {
+    g.assign(*g.find_variable(name), round ? rounded(v, DType::BF16) : v);
+  }
+  exec.feed("x", vkt::test::random_floats(kRows * kIn, 42, -2.0f, 2.0f));
+  exec.run();
+  return {exec.read(y), exec.read(dx), {}};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "the layers built in a FrozenScope make frozen weights of its type, with the bits of "
+    "f32 weights holding their rounded values") {
+  const char* kernels = GENERATE("tiled", "texel");
+  INFO(kernels);
+  const vkt::test::VariantScope scope(kernels);
+  const std::map<std::string, std::vector<float>> values = {
+      {"dense/kernel", vkt::test::random_floats(kIn * kOut, 51, -0.9f, 0.9f)},
+      {"dense/bias", vkt::test::random_floats(kOut, 52)},
+      {"norm/gamma", vkt::test::random_floats(kOut, 53, 0.5f, 1.5f)},
+      {"norm/beta", vkt::test::random_floats(kOut, 54)}};
+  for (const Precision precision : {Precision::F32, Precision::BF16}) {
+    INFO(vkt::to_string(precision));
+    const Outputs frozen = frozen_layers(precision, DType::BF16, values, false);
+    const Outputs f32 = frozen_layers(precision, std::nullopt, values, true);
+    CHECK(float_bits(frozen.y) == float_bits(f32.y));
+    CHECK(float_bits(frozen.dx) == float_bits(f32.dx));
+    CHECK(float_bits(frozen.y) != float_bits(frozen_layers(precision, {}, values, false).y));
+  }
+
+  vkt::Graph g(vkt::test::shared_device());
+  const Tensor x = g.input("x", {kRows, kIn});
+  const Tensor head_before = g.variable("head", {2});
+  {
+    const vkt::FrozenScope bf16(g, DType::BF16);
+    (void)vkt::layers::dense(x, kOut, vkt::layers::Activation::None, "body");
+    {
+      const vkt::FrozenScope f32(g, DType::F32);  // nested: frozen, kept f32
+      (void)g.variable("inner", {2});
+    }
+    (void)g.variable("after_inner", {2});
+    (void)g.variable("state", {2}, vkt::Initializer::zeros(), false);  // as asked
+    CHECK(g.variable("head", {2}).id() == head_before.id());           // made before: as it is
+  }
+  (void)g.variable("head_after", {2});
+  const auto variable = [&](const char* name) { return g.variable_of(*g.find_variable(name)); };
+  for (const char* name : {"body/kernel", "body/bias", "after_inner"}) {
+    INFO(name);
+    CHECK(variable(name).tensor.dtype() == DType::BF16);
+    CHECK_FALSE(variable(name).trainable);
+  }
+  CHECK(variable("inner").tensor.dtype() == DType::F32);
+  CHECK_FALSE(variable("inner").trainable);
+  CHECK(variable("state").tensor.dtype() == DType::F32);
+  for (const char* name : {"head", "head_after"}) {
+    CHECK(variable(name).tensor.dtype() == DType::F32);
+    CHECK(variable(name).trainable);
+  }
+  CHECK_THAT(error_of([&] { vkt::FrozenScope bad(g, DType::I32); }),
+             Contains("FrozenScope: weights are frozen as f32, f16 or bf16, not i32"));
 }

@@ -249,3 +249,46 @@ TEST_CASE("warm start fills a frozen half base from another model's f32 or half 
     }
   }
 }
+
+TEST_CASE(
+    "a body built in a FrozenScope trains its head on 2 towers as an f32 frozen body "
+    "holding the rounded weights",
+    "[frozen-half]") {
+  const vkt::test::MlpBatches data(6, 10, kBatch, kIn);
+  const auto model = [](DType body) -> vkt::ModelFn {
+    return [body](vkt::ModelContext& ctx, const vkt::TensorDict& f, const vkt::TensorDict& l,
+                  vkt::Mode mode, const vkt::Params&) {
+      Tensor h;
+      {
+        const vkt::FrozenScope frozen(ctx.graph(), body);
+        h = vkt::layers::layer_norm(
+            vkt::layers::dense(f.at("x"), 8, vkt::layers::Activation::Tanh, "body"), 1e-5f,
+            "body_norm");
+      }
+      const Tensor logits =
+          vkt::layers::dense(h, kMlpClasses, vkt::layers::Activation::None, "head");
+      return vkt::test::adam_mlp_spec(logits, l, mode);
+    };
+  };
+  const std::map<std::string, std::vector<float>> body = {
+      {"body/kernel", vkt::test::random_floats(kIn * 8, 71, -0.6f, 0.6f)},
+      {"body/bias", vkt::test::random_floats(8, 72)},
+      {"body_norm/gamma", vkt::test::random_floats(8, 73, 0.5f, 1.5f)},
+      {"body_norm/beta", vkt::test::random_floats(8, 74)}};
+  for (const auto mode :
+       {vkt::VariableMode::SharedLocalParameterServer, vkt::VariableMode::Mirrored}) {
+    INFO("variable mode " << static_cast<int>(mode));
+    const auto trained = [&](DType dtype) {
+      Run run(model(dtype), 2, mode, Precision::BF16);
+      for (const auto& [name, values] : body) run.run().assign(name, rounded(values, DType::BF16));
+      const auto before = run.run().variable("body/kernel");
+      run.train(data);
+      CHECK(run.run().variable("body/kernel") == before);  // frozen
+      std::vector<std::vector<float>> out;
+      for (const char* name : {"head/kernel", "head/bias"}) out.push_back(run.run().variable(name));
+      return out;
+    };
+    const auto half = trained(DType::BF16);
+    CHECK(same_bits(half, trained(DType::F32)));
+  }
+}

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../../vulkan/error.h"
+#include "../frozen_scope.h"
 #include "../graph.h"
 #include "cross_replica.h"
 #include "elementwise.h"
@@ -74,8 +75,8 @@ Tensor batch_norm(const Tensor& x, bool training, const BatchNorm& options) {
   }
   Graph& g = x.graph();
   const Shape c{channels};
-  const Tensor gamma = g.variable(options.name + "/gamma", c, Initializer::ones());
-  const Tensor beta = g.variable(options.name + "/beta", c, Initializer::zeros());
+  const Tensor gamma = layer_weight(g.variable(options.name + "/gamma", c, Initializer::ones()));
+  const Tensor beta = layer_weight(g.variable(options.name + "/beta", c, Initializer::zeros()));
   const Tensor moving_mean =
       g.variable(options.name + "/moving_mean", c, Initializer::zeros(), /*trainable=*/false);
   const Tensor moving_variance =

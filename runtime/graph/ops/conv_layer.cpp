@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "../../vulkan/error.h"
+#include "../frozen_scope.h"
 #include "../graph.h"
 #include "conv.h"
 #include "layers.h"
@@ -33,10 +34,10 @@ Tensor conv2d(const Tensor& x, std::int64_t filters, std::array<std::int64_t, 2>
         name, options.groups, shape[3], x.name(), shape.str(), filters));
   }
   Graph& g = x.graph();
-  const Tensor kernel = g.variable(
+  const Tensor kernel = layer_weight(g.variable(
       name + "/kernel", {kernel_size[0], kernel_size[1], shape[3] / options.groups, filters},
-      Initializer::glorot_uniform());
-  const Tensor bias = g.variable(name + "/bias", {filters}, Initializer::zeros());
+      Initializer::glorot_uniform()));
+  const Tensor bias = layer_weight(g.variable(name + "/bias", {filters}, Initializer::zeros()));
   return activate(bias_add(vkt::conv2d(x, kernel, options), bias), activation);
 }
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "../../vulkan/error.h"
+#include "../frozen_scope.h"
 #include "../graph.h"
 #include "cast.h"
 #include "dense_fused.h"
@@ -72,8 +73,9 @@ Tensor dense(const Tensor& x, std::int64_t units, Activation activation,
     throw Error(fmt::format("dense '{}': units must be positive, got {}", name, units));
   const std::int64_t in = shape[shape.rank() - 1];
   Graph& g = x.graph();
-  const Tensor kernel = g.variable(name + "/kernel", {in, units}, Initializer::glorot_uniform());
-  const Tensor bias = g.variable(name + "/bias", {units}, Initializer::zeros());
+  const Tensor kernel =
+      layer_weight(g.variable(name + "/kernel", {in, units}, Initializer::glorot_uniform()));
+  const Tensor bias = layer_weight(g.variable(name + "/bias", {units}, Initializer::zeros()));
   // matmul takes matrices: fold the leading dimensions into one and back.
   const bool fold = shape.rank() > 2;
   const Tensor x2 = fold ? reshape(x, {shape.elements() / in, in}) : x;

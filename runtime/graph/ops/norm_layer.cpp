@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "../../vulkan/error.h"
+#include "../frozen_scope.h"
 #include "../graph.h"
 #include "kernel_util.h"
 #include "layer_norm.h"
@@ -32,8 +33,8 @@ Tensor layer_norm(const Tensor& x, float epsilon, const std::string& given_name)
   const std::int64_t d = x.shape()[x.shape().rank() - 1];
   Graph& g = x.graph();
   // Ones and zeros: the layer starts as a plain normalization, as in Keras.
-  const Tensor gamma = g.variable(name + "/gamma", {d}, Initializer::ones());
-  const Tensor beta = g.variable(name + "/beta", {d}, Initializer::zeros());
+  const Tensor gamma = layer_weight(g.variable(name + "/gamma", {d}, Initializer::ones()));
+  const Tensor beta = layer_weight(g.variable(name + "/beta", {d}, Initializer::zeros()));
   return vkt::layer_norm(x, gamma, beta, epsilon);
 }
 
