@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include <vktower/runtime/graph/half.h>
 #include <vktower/runtime/vulkan/error.h>
 
 namespace vkt::test {
@@ -66,6 +67,11 @@ inline std::vector<std::uint32_t> float_bits(const std::vector<float>& v) {
 }
 
 /// Whether two floats have the same bits.
+/// `values` rounded to the half type `dtype` (half.h's rounding), widened back.
+inline std::vector<float> rounded_to_half(std::span<const float> values, DType dtype) {
+  return from_half(to_half(values, dtype), dtype);
+}
+
 inline bool same_bits(float a, float b) {
   return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
 }

@@ -220,8 +220,7 @@ class Graph {
   std::size_t frozen_bytes();
   BufferRange variable_range(const Tensor& variable);
   /// Overwrites a variable's values (a checkpoint restore, a test; rounded to
-  /// a half variable's type), after the
-  /// last submitted run is done.
+  /// a half variable's type), after the last submitted run is done.
   void assign(const Tensor& variable, std::span<const float> values);
   /// A variable's values after the last submitted run (a half variable's
   /// widened, exactly).

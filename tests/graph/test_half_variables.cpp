@@ -21,15 +21,11 @@ using vkt::Precision;
 using vkt::Tensor;
 using vkt::test::error_of;
 using vkt::test::float_bits;
+using vkt::test::rounded_to_half;
 
 namespace {
 
 constexpr std::int64_t kRows = 5, kIn = 7, kOut = 3;
-
-/// `values` rounded to the half type `dtype`, widened back.
-std::vector<float> rounded(const std::vector<float>& values, DType dtype) {
-  return vkt::from_half(vkt::to_half(values, dtype), dtype);
-}
 
 /// The frozen weight [kIn, kOut] every product here uses: values that are not
 /// half values, so a missing rounding shows.
@@ -73,17 +69,17 @@ TEST_CASE("a half variable holds its initial values rounded to its type, in half
     const Tensor odd = half.variable("odd", {5}, vkt::Initializer::constant(0.1f), false, dtype);
     CHECK(b.dtype() == dtype);
     const std::vector<float> exact = f32.values(a);
-    CHECK(float_bits(half.values(b)) == float_bits(rounded(exact, dtype)));
+    CHECK(float_bits(half.values(b)) == float_bits(rounded_to_half(exact, dtype)));
     CHECK(float_bits(half.values(b)) != float_bits(exact));
     CHECK(half.variable_range(b).size() == 44);  // 21 halves, padded to 11 words
     CHECK(half.variable_range(odd).size() == 12);
-    CHECK(half.values(odd) == rounded(std::vector<float>(5, 0.1f), dtype));
+    CHECK(half.values(odd) == rounded_to_half(std::vector<float>(5, 0.1f), dtype));
     CHECK(f32.frozen_bytes() == 0);  // nothing frozen
 
     // assign rounds to the type (ties to even); values() widens exactly.
     const std::vector<float> given = {1.0f + 1.0f / 4096, 65520.0f, -3e-8f, 0.0f, -0.0f};
     half.assign(odd, given);
-    CHECK(float_bits(half.values(odd)) == float_bits(rounded(given, dtype)));
+    CHECK(float_bits(half.values(odd)) == float_bits(rounded_to_half(given, dtype)));
   }
 }
 
@@ -94,7 +90,7 @@ TEST_CASE(
   INFO(kernels);
   const vkt::test::VariantScope scope(kernels);
   for (const DType dtype : {DType::F16, DType::BF16}) {
-    const std::vector<float> w = rounded(weight_values(), dtype);
+    const std::vector<float> w = rounded_to_half(weight_values(), dtype);
     for (const Precision precision : {Precision::F32, Precision::F16, Precision::BF16}) {
       INFO(vkt::to_string(dtype) << " variable, " << vkt::to_string(precision));
       const Outputs half = frozen_product(precision, dtype, weight_values());
@@ -196,7 +192,8 @@ TEST_CASE("a checkpoint stores a half variable in its type and loads it bit for 
   const Tensor w4 = narrowed.variable("w", {3, 5}, vkt::Initializer::zeros(), false, DType::F16);
   (void)narrowed.variable("b", {5});
   vkt::load_checkpoint(narrowed, path);
-  CHECK(float_bits(narrowed.values(w4)) == float_bits(rounded(saved.values(w), DType::F16)));
+  CHECK(float_bits(narrowed.values(w4)) ==
+        float_bits(rounded_to_half(saved.values(w), DType::F16)));
 }
 
 TEST_CASE("half variables refuse training, another dtype under their name, and i32") {
@@ -250,7 +247,7 @@ Outputs frozen_layers(Precision precision, std::optional<DType> frozen,
   const Tensor dx = vkt::gradients(vkt::reduce_sum(y * c), {x})[0].dense;
   vkt::Executor exec(g, {y, dx});
   for (auto& [name, v] : values) {
-    g.assign(*g.find_variable(name), round ? rounded(v, DType::BF16) : v);
+    g.assign(*g.find_variable(name), round ? rounded_to_half(v, DType::BF16) : v);
   }
   exec.feed("x", vkt::test::random_floats(kRows * kIn, 42, -2.0f, 2.0f));
   exec.run();

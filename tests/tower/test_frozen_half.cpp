@@ -29,6 +29,7 @@ using vkt::Precision;
 using vkt::Tensor;
 using vkt::test::float_bits;
 using vkt::test::kMlpClasses;
+using vkt::test::rounded_to_half;
 
 namespace {
 
@@ -40,10 +41,6 @@ const std::vector<std::string> kAdapters = {"adapter/down/kernel", "adapter/down
 /// The base's values: not half values, so a missing rounding shows.
 std::vector<float> base_values() {
   return vkt::test::random_floats(static_cast<std::size_t>(kIn * kMlpClasses), 61, -0.7f, 0.7f);
-}
-
-std::vector<float> rounded(const std::vector<float>& values, DType dtype) {
-  return vkt::from_half(vkt::to_half(values, dtype), dtype);
 }
 
 /// logits = x base + up(down(x)): the frozen base "base/kernel" of
@@ -122,7 +119,7 @@ TEST_CASE(
   const vkt::test::VariantScope scope(kernels);
   const vkt::test::MlpBatches data(8, 7, kBatch, kIn);
   for (const DType dtype : {DType::F16, DType::BF16}) {
-    const std::vector<float> frozen = rounded(base_values(), dtype);
+    const std::vector<float> frozen = rounded_to_half(base_values(), dtype);
     for (const Precision precision : {Precision::F32, Precision::BF16}) {
       INFO(vkt::to_string(dtype) << " base, " << vkt::to_string(precision));
       Run half(lora_model(dtype, base_values()), 1, {}, precision);
@@ -141,7 +138,7 @@ TEST_CASE(
   for (const auto mode : {vkt::VariableMode::SharedLocalParameterServer,
                           vkt::VariableMode::Mirrored, vkt::VariableMode::RoundRobin}) {
     INFO("variable mode " << static_cast<int>(mode));
-    const std::vector<float> frozen = rounded(base_values(), DType::BF16);
+    const std::vector<float> frozen = rounded_to_half(base_values(), DType::BF16);
     Run half(lora_model(DType::BF16, base_values()), 2, mode, Precision::BF16);
     half.train(data);
     Run f32(lora_model(DType::F32, frozen), 2, mode, Precision::BF16);
@@ -167,7 +164,8 @@ TEST_CASE("the weights' copy-back to the towers leaves the frozen half base out"
     tower1.assign(*tower1.find_variable("base/kernel"), marked);
     run.train(data, 1);
     CHECK(run.tower_bases()[1] == marked);
-    CHECK(float_bits(run.tower_bases()[0]) == float_bits(rounded(base_values(), DType::BF16)));
+    CHECK(float_bits(run.tower_bases()[0]) ==
+          float_bits(rounded_to_half(base_values(), DType::BF16)));
     // The trainable weights did arrive.
     for (const std::string& name : kAdapters) {
       CHECK(tower1.values(*tower1.find_variable(name)) == run.run().variable(name));
@@ -214,7 +212,7 @@ TEST_CASE(
       CHECK(float_bits(actual.at(name).f32) == float_bits(tensor.f32));
     }
     for (const auto& b : resumed.tower_bases()) {
-      CHECK(float_bits(b) == float_bits(rounded(base_values(), DType::BF16)));
+      CHECK(float_bits(b) == float_bits(rounded_to_half(base_values(), DType::BF16)));
     }
   }
 }
@@ -243,9 +241,9 @@ TEST_CASE("warm start fills a frozen half base from another model's f32 or half 
                                 .var_name_to_prev_var_name = {{"base/kernel", source}}});
     // Rounded to bf16 from the file's values (the f16 tensor's own rounding first).
     const std::vector<float> file_values =
-        std::string(source) == "encoder/w" ? pretrained : rounded(pretrained, DType::F16);
+        std::string(source) == "encoder/w" ? pretrained : rounded_to_half(pretrained, DType::F16);
     for (const auto& b : run.tower_bases()) {
-      CHECK(float_bits(b) == float_bits(rounded(file_values, DType::BF16)));
+      CHECK(float_bits(b) == float_bits(rounded_to_half(file_values, DType::BF16)));
     }
   }
 }
@@ -280,7 +278,8 @@ TEST_CASE(
     INFO("variable mode " << static_cast<int>(mode));
     const auto trained = [&](DType dtype) {
       Run run(model(dtype), 2, mode, Precision::BF16);
-      for (const auto& [name, values] : body) run.run().assign(name, rounded(values, DType::BF16));
+      for (const auto& [name, values] : body)
+        run.run().assign(name, rounded_to_half(values, DType::BF16));
       const auto before = run.run().variable("body/kernel");
       run.train(data);
       CHECK(run.run().variable("body/kernel") == before);  // frozen
