@@ -72,9 +72,9 @@ std::vector<std::string> TowerRun::describe(const ModelContext& root) const {
     }
   }
   for (const Variable& v : towers_->front().graph->variables()) {
+    const DType dtype = v.tensor.dtype();
     lines.push_back(fmt::format("variable '{}' {}{}{}", v.tensor.name(), v.tensor.shape().str(),
-                                is_half(v.tensor.dtype()) ? " " : "",
-                                is_half(v.tensor.dtype()) ? to_string(v.tensor.dtype()) : "",
+                                is_half(dtype) ? fmt::format(" {}", to_string(dtype)) : "",
                                 v.trainable ? "" : " (not trainable)"));
   }
   for (std::size_t c = 0; c < calls_->calls.size(); ++c) {
