@@ -395,26 +395,16 @@ void TowerRun::restore_local(const std::string& path) {
   if (losses_) losses_->reset();
   const CheckpointMatch match =
       mode_ == Mode::Train ? CheckpointMatch::Exact : CheckpointMatch::GraphSubset;
-  if (!share_graphs().empty()) {
-    // The shares first: a mismatch is reported before anything changed. Each
-    // tower then takes its own variables straight from the same, checked file.
-    load_checkpoint(share_graphs(), path, match);
-    for (Towers::Tower& t : *towers_) load_checkpoint(*t.graph, path, CheckpointMatch::GraphSubset);
-    update_->send_weights();  // the towers' copies as a step leaves them (half ones rounded)
-    return;
-  }
-  if (Graph* master = update_ ? update_->master() : nullptr) {
-    load_checkpoint(*master, path, match);
-    // The frozen half variables, which the weights' copy-back leaves out,
-    // straight from the same, checked file (the rest it then overwrites).
-    for (Towers::Tower& t : *towers_) load_checkpoint(*t.graph, path, CheckpointMatch::GraphSubset);
-    update_->send_weights();
-    for (Towers::Tower& t : *towers_) t.graph->set_global_step(master->global_step());
-    return;
-  }
-  // One tower, or Mirrored: every tower holds the whole state. Tower 0 first,
-  // so a mismatch is reported before any tower changed.
-  for (Towers::Tower& t : *towers_) load_checkpoint(*t.graph, path, match);
+  // One read of the file, every graph checked before any changes: the
+  // RoundRobin shares or the master, and every tower's copy, the frozen half
+  // variables included (the weights' copy-back leaves them out).
+  std::vector<Graph*> graphs = share_graphs();
+  if (Graph* master = update_ ? update_->master() : nullptr) graphs.push_back(master);
+  for (Towers::Tower& t : *towers_) graphs.push_back(t.graph.get());
+  load_checkpoint(graphs, path, match);
+  // The towers' copies as a step leaves them (trainable ones rounded where
+  // they travel in half).
+  if (update_) update_->send_weights();
 }
 
 std::uint64_t TowerRun::global_step() const {

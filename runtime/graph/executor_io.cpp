@@ -55,8 +55,7 @@ void Executor::feed(const std::string& name, std::span<const float> values) {
     return;
   }
   // Rounded to the input's type here, as the device's cast would.
-  std::vector<std::uint16_t> bits = to_half(values, input.dtype());
-  if (bits.size() % 2 != 0) bits.push_back(0);  // whole words
+  const std::vector<std::uint16_t> bits = to_half_words(values, input.dtype());
   feed_bytes(input, std::as_bytes(std::span(bits)), input.dtype(), values.size());
 }
 void Executor::feed(const std::string& name, std::span<const std::int32_t> values) {

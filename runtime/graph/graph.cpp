@@ -11,23 +11,6 @@
 #include "precision_scope.h"
 
 namespace vkt {
-namespace {
-
-// `values` as a variable of `dtype` holds them: f32, or half bits (rounded)
-// padded to a whole word.
-std::vector<std::byte> stored_bytes(std::span<const float> values, DType dtype) {
-  if (!is_half(dtype)) {
-    const auto bytes = std::as_bytes(values);
-    return {bytes.begin(), bytes.end()};
-  }
-  const std::vector<std::uint16_t> bits = to_half(values, dtype);
-  std::vector<std::byte> out((bits.size() + 1) / 2 * 4);
-  std::memcpy(out.data(), bits.data(), bits.size() * sizeof(std::uint16_t));
-  return out;
-}
-
-}  // namespace
-
 const Shape& Tensor::shape() const {
   return graph_->info(*this).shape;
 }
@@ -298,9 +281,13 @@ Buffer& Graph::variable_arena() {
   for (const Variable& v : variables_) {
     const std::vector<float> values = initial_values(v.initializer, v.tensor.shape(),
                                                      variable_seed(options_.seed, v.tensor.name()));
-    const std::vector<std::byte> bytes = stored_bytes(values, v.tensor.dtype());
-    std::memcpy(initial.data() + variable_offsets_[v.tensor.id()].first, bytes.data(),
-                bytes.size());
+    std::byte* at = initial.data() + variable_offsets_[v.tensor.id()].first;
+    if (is_half(v.tensor.dtype())) {
+      const std::vector<std::uint16_t> bits = to_half_words(values, v.tensor.dtype());
+      std::memcpy(at, bits.data(), bits.size() * sizeof(std::uint16_t));
+    } else {
+      std::memcpy(at, values.data(), values.size() * sizeof(float));
+    }
   }
   arena.upload(std::span<const std::byte>(initial));
   variable_arena_ = std::move(arena);
@@ -359,25 +346,28 @@ void Graph::assign(const Tensor& variable, std::span<const float> values) {
     throw Error(fmt::format("assign: variable '{}' has shape {} ({} values) but {} were given",
                             i.name, i.shape.str(), i.shape.elements(), values.size()));
   }
-  const std::vector<std::byte> bytes = stored_bytes(values, i.dtype);
+  if (!is_half(i.dtype)) {
+    wait_for_runs();
+    variable_arena_.upload(std::as_bytes(values), r.offset);
+    return;
+  }
+  const std::vector<std::uint16_t> bits = to_half_words(values, i.dtype);
   wait_for_runs();
-  variable_arena_.upload(std::span<const std::byte>(bytes), r.offset);
+  variable_arena_.upload(std::as_bytes(std::span(bits)), r.offset);
 }
 
 std::vector<float> Graph::values(const Tensor& variable) {
   const BufferRange r = variable_range(variable);
   const TensorInfo& i = info(variable);
-  std::vector<std::byte> bytes(r.size());
   wait_for_runs();
-  variable_arena_.download(std::span<std::byte>(bytes), r.offset);
-  const auto n = static_cast<std::size_t>(i.shape.elements());
   if (!is_half(i.dtype)) {
-    std::vector<float> out(n);
-    std::memcpy(out.data(), bytes.data(), n * sizeof(float));
+    std::vector<float> out(r.size() / sizeof(float));
+    variable_arena_.download(std::as_writable_bytes(std::span<float>(out)), r.offset);
     return out;
   }
-  std::vector<std::uint16_t> bits(n);
-  std::memcpy(bits.data(), bytes.data(), n * sizeof(std::uint16_t));
+  std::vector<std::uint16_t> bits(r.size() / sizeof(std::uint16_t));  // whole words
+  variable_arena_.download(std::as_writable_bytes(std::span(bits)), r.offset);
+  bits.resize(static_cast<std::size_t>(i.shape.elements()));
   return from_half(bits, i.dtype);
 }
 

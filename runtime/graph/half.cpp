@@ -118,6 +118,12 @@ std::vector<std::uint16_t> to_half(std::span<const float> values, DType dtype) {
   return out;
 }
 
+std::vector<std::uint16_t> to_half_words(std::span<const float> values, DType dtype) {
+  std::vector<std::uint16_t> bits = to_half(values, dtype);
+  if (bits.size() % 2 != 0) bits.push_back(0);
+  return bits;
+}
+
 std::vector<float> from_half(std::span<const std::uint16_t> bits, DType dtype) {
   if (!is_half(dtype)) {
     throw Error(fmt::format("from_half: {} is not a half type", to_string(dtype)));

@@ -34,6 +34,9 @@ void widen_bf16(std::span<const std::uint16_t> in, std::span<float> out);
 
 /// `values` as `dtype` (F16 or BF16) bits.
 std::vector<std::uint16_t> to_half(std::span<const float> values, DType dtype);
+/// `values` as a half tensor of `dtype` holds them on a device: to_half's
+/// bits, padded with a zero to whole 32-bit words (feeds, variables).
+std::vector<std::uint16_t> to_half_words(std::span<const float> values, DType dtype);
 /// `dtype` (F16 or BF16) bits as f32 values.
 std::vector<float> from_half(std::span<const std::uint16_t> bits, DType dtype);
 

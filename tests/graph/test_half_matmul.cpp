@@ -80,7 +80,7 @@ TEST_CASE(
     // The reference in double from the operands as cast: c (as dy) and x, w
     // are rounded to the half type before the products, as the graph does.
     const auto rounded = [half](const std::vector<float>& v) {
-      return vkt::from_half(vkt::to_half(v, half), half);
+      return vkt::test::rounded_to_half(v, half);
     };
     const std::vector<float> xh = rounded(xv), wh = rounded(wv), ch = rounded(cv);
     const auto at = [](const std::vector<float>& v, std::int64_t i) -> double {
@@ -258,7 +258,7 @@ TEST_CASE(
   exec.run();
   const std::vector<float> dx = exec.read(grads[0].dense), dw = exec.read(grads[1].dense);
   const auto rounded = [](const std::vector<float>& v) {
-    return vkt::from_half(vkt::to_half(v, DType::F16), DType::F16);
+    return vkt::test::rounded_to_half(v, DType::F16);
   };
   const std::vector<float> xh = rounded(xv), wh = rounded(wv), ch = rounded(cv);
   std::int64_t outside = 0;
@@ -325,7 +325,7 @@ TEST_CASE(
     round_exec.feed("v", xv);
     round_exec.run();
     const auto host = [half](const std::vector<float>& values) {
-      return vkt::from_half(vkt::to_half(values, half), half);
+      return vkt::test::rounded_to_half(values, half);
     };
     CHECK(float_bits(round_exec.read(r)) == float_bits(host(xv)));
     CHECK(float_bits(round_exec.read(dv.dense)) == float_bits(host(cv)));

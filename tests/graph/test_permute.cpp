@@ -150,7 +150,7 @@ TEST_CASE(
       exec.feed("c", cv);
       exec.run();
       const auto rounded = [&](const std::vector<float>& v) {
-        return vkt::from_half(vkt::to_half(v, half), half);
+        return vkt::test::rounded_to_half(v, half);
       };
       // Every element rounded once and moved: the CPU gather of the rounded x.
       CHECK(exec.read(yf) == permuted(rounded(xv), shape, perm));
