@@ -10,6 +10,7 @@
 
 #include "../../vulkan/error.h"
 #include "../graph.h"
+#include "cast.h"
 #include "kernel_util.h"
 #include "shape_ops.h"
 
@@ -49,17 +50,23 @@ class CopyOp final : public Op {
 class EmbeddingOp final : public Op {
  public:
   std::string type() const override { return "embedding_lookup"; }
+  bool takes_half() const override { return true; }
   void record(RecordContext& ctx, std::span<const Tensor> in, const Tensor& out) const override {
     const auto rows = static_cast<std::uint32_t>(in[0].shape()[0]);
     const auto dim = static_cast<std::uint32_t>(in[0].shape()[1]);
-    const Kernel& kernel =
-        ctx.device().kernel({.shader = "embedding", .local_size = {ops_detail::kLocalSize, 1, 1}});
+    const DType type = in[0].dtype();
+    const Kernel& kernel = ctx.device().kernel(
+        {.shader = "embedding",
+         .local_size = {ops_detail::kLocalSize, 1, 1},
+         .constants = {SpecConstant::u32(1, ops_detail::float_type_code(type))}});
     // The table in windows of whole rows, each within the device's storage-buffer
-    // range and starting at its storage offset alignment: one dispatch per window.
+    // range and starting at its storage offset alignment (a whole word, so a
+    // half window's element 0 is a word's low half): one dispatch per window.
     const BufferRange table = ctx.buffer(in[0]);
-    const std::uint64_t row_bytes = std::uint64_t{dim} * 4;
-    const std::uint64_t limit = ctx.device().max_storage_buffer_range();
-    const std::uint64_t alignment = tensor_alignment(ctx.device());
+    const std::uint64_t row_bytes = std::uint64_t{dim} * (is_half(type) ? 2 : 4);
+    // Whole words: a half window is bound to the end of its last word.
+    const std::uint64_t limit = ctx.device().max_storage_buffer_range() / 4 * 4;
+    const std::uint64_t alignment = std::max<std::uint64_t>(tensor_alignment(ctx.device()), 4);
     // Rows per window: a multiple of the rows that span a whole alignment.
     const std::uint64_t align_rows = alignment / std::gcd(row_bytes, alignment);
     const std::uint64_t per_window = limit / row_bytes / align_rows * align_rows;
@@ -73,10 +80,12 @@ class EmbeddingOp final : public Op {
     std::uint32_t first = 0;
     do {
       const auto end = static_cast<std::uint32_t>(std::min<std::uint64_t>(rows, first + step));
-      const BufferRange window = table.size() > limit
-                                     ? BufferRange(*table.buffer, table.offset + first * row_bytes,
-                                                   (end - first) * row_bytes)
-                                     : table;
+      const std::uint64_t offset = first * row_bytes;
+      const BufferRange window =
+          table.size() > limit
+              ? BufferRange(*table.buffer, table.offset + offset,
+                            std::min((end * row_bytes + 3) / 4 * 4, table.size()) - offset)
+              : table;
       const GatherPush push{
           static_cast<std::uint32_t>(out.shape().elements()), dim, rows, first, end, {}};
       ops_detail::dispatch_1d(ctx, kernel, {window, ctx.buffer(in[1]), ctx.buffer(out)}, push,
@@ -139,8 +148,8 @@ Tensor embedding_lookup(const Tensor& params, const Tensor& ids) {
   if (&params.graph() != &ids.graph()) {
     throw Error(what + ": params and ids belong to different graphs (devices)");
   }
-  if (params.dtype() != DType::F32 || params.shape().rank() != 2) {
-    throw Error(fmt::format("{}: params must be an f32 table [V, D], not {} {}", what,
+  if (params.dtype() == DType::I32 || params.shape().rank() != 2) {
+    throw Error(fmt::format("{}: params must be an f32, f16 or bf16 table [V, D], not {} {}", what,
                             to_string(params.dtype()), params.shape().str()));
   }
   check_ids(ids, what);
@@ -152,7 +161,15 @@ Tensor embedding_lookup(const Tensor& params, const Tensor& ids) {
   }
   std::vector<std::int64_t> dims = ids.shape().dims();
   dims.push_back(params.shape()[1]);
-  return params.graph().add_node(std::make_unique<EmbeddingOp>(), {params, ids}, Shape(dims));
+  // A frozen half table widened whole (layer_weight) is gathered as stored:
+  // the same values, and only the rows asked for are widened. It takes no
+  // gradient, so none is lost.
+  Tensor table = params;
+  if (const std::optional<Tensor> h = widened_from(params);
+      h && params.graph().info(*h).kind == TensorKind::Variable) {
+    table = *h;
+  }
+  return params.graph().add_node(std::make_unique<EmbeddingOp>(), {table, ids}, Shape(dims));
 }
 
 Tensor scatter_add_dense(const Tensor& values, const Tensor& indices, std::int64_t rows) {

@@ -8,10 +8,14 @@
 
 namespace vkt {
 
-/// Rows of `params` [V, D] (f32, normally a variable) picked by `ids` (i32, any
-/// rank up to 3): the result has shape [ids..., D]. An id outside [0, V) gives
-/// a row of zeros (TensorFlow raises an error on the CPU; a shader cannot, and
-/// must not read outside params) and its gradient is dropped.
+/// Rows of `params` [V, D] (normally a variable) picked by `ids` (i32, any
+/// rank up to 3): the result has shape [ids..., D], f32. An id outside [0, V)
+/// gives a row of zeros (TensorFlow raises an error on the CPU; a shader
+/// cannot, and must not read outside params) and its gradient is dropped.
+///
+/// A half table (f16 or bf16, such as a frozen half variable) gives its rows
+/// widened to f32, exactly; so does a frozen half variable read through
+/// `cast(table, F32)` or `layer_weight`, without widening the whole table.
 ///
 /// The gradient with respect to params is sparse when params is a variable (or
 /// an input or constant): Gradient{.values = dy as [k, D], .indices = ids as
