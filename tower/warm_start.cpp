@@ -97,10 +97,9 @@ void warm_start(TowerRun& run, const WarmStartSettings& settings) {
   std::vector<std::pair<std::string, const HostTensor*>> chosen;
   std::vector<std::string> weights;
   for (const Variable& v : run.tower_graph(0).variables()) {
-    // The weights: trainable variables and frozen half ones (which nothing
-    // writes). Optimizer slots and moving averages start fresh.
-    const bool frozen = is_half(v.tensor.dtype());
-    if (!v.trainable && !frozen) continue;
+    // The weights: trainable variables and frozen ones (a FrozenScope's, or
+    // half ones). Optimizer slots and moving averages start fresh.
+    if (!v.trainable && !v.frozen_weight) continue;
     const std::string& name = v.tensor.name();
     weights.push_back(name);
     if (!std::regex_search(name, pattern, std::regex_constants::match_continuous)) continue;
@@ -126,8 +125,8 @@ void warm_start(TowerRun& run, const WarmStartSettings& settings) {
   }
   if (chosen.empty()) {
     throw Error(fmt::format(
-        "warm start: vars_to_warm_start '{}' matches none of the model's trainable or frozen "
-        "half variables ({})",
+        "warm start: vars_to_warm_start '{}' matches none of the model's weights (trainable or "
+        "frozen variables: {})",
         settings.vars_to_warm_start, fmt::join(weights, ", ")));
   }
   for (const auto& [name, prev] : settings.var_name_to_prev_var_name) {
@@ -135,8 +134,8 @@ void warm_start(TowerRun& run, const WarmStartSettings& settings) {
         std::any_of(chosen.begin(), chosen.end(), [&](const auto& c) { return c.first == name; });
     if (!used) {
       throw Error(fmt::format(
-          "warm start: var_name_to_prev_var_name maps '{}' (to '{}'), which is not a trainable "
-          "or frozen half variable that vars_to_warm_start '{}' picks",
+          "warm start: var_name_to_prev_var_name maps '{}' (to '{}'), which is not a weight "
+          "(a trainable or frozen variable) that vars_to_warm_start '{}' picks",
           name, prev, settings.vars_to_warm_start));
     }
   }

@@ -22,11 +22,11 @@ struct WarmStartSettings {
   /// A safetensors checkpoint, or a model directory (its newest checkpoint).
   std::string ckpt_to_initialize_from{};
   /// A regular expression (ECMAScript) over the weights' names (trainable
-  /// variables and frozen half ones; never optimizer slots or moving
-  /// averages), matched from the start of the name as TensorFlow's re.match
-  /// does: "hidden1/" takes hidden1/kernel and hidden1/bias. The default takes
-  /// every weight. One that matches nothing is a vkt::Error. A half variable
-  /// takes the file's values rounded to its type (exact from a tensor of it).
+  /// variables and frozen ones: a FrozenScope's, or half ones; never
+  /// optimizer slots or moving averages), matched from the start of the name as TensorFlow's
+  /// re.match does: "hidden1/" takes hidden1/kernel and hidden1/bias. The default takes every
+  /// weight. One that matches nothing is a vkt::Error. A half variable takes the file's values
+  /// rounded to its type (exact from a tensor of it).
   std::string vars_to_warm_start = ".*";
   /// A variable's name in the checkpoint when it differs from the model's
   /// (model name -> checkpoint name). Every entry must name a variable that

@@ -120,7 +120,10 @@ Tensor Graph::variable(const std::string& name, const Shape& shape, const Initia
   check_open(fmt::format("variable '{}'", name).c_str());
   Tensor t = add_tensor({shape, dtype, TensorKind::Variable, name});
   variable_index_[name] = static_cast<int>(variables_.size());
-  variables_.push_back({t, initializer, trainable});
+  variables_.push_back({.tensor = t,
+                        .initializer = initializer,
+                        .trainable = trainable,
+                        .frozen_weight = frozen_by_scope || is_half(dtype)});
   return t;
 }
 

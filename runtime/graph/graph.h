@@ -67,6 +67,10 @@ struct Variable {
   /// A checkpoint without it still loads; it keeps its initial value (the
   /// loss scale's state, when a run written without scaling resumes with it).
   bool optional_in_checkpoint = false;
+  /// A weight kept fixed: made frozen by a FrozenScope, or stored in half.
+  /// Warm start fills it, as it does a trainable one; a variable made with
+  /// `trainable = false` otherwise is state (a moving average) and is not.
+  bool frozen_weight = false;
 };
 
 /// Something a higher layer attaches to a graph (the towers attach their

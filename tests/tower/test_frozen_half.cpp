@@ -248,6 +248,52 @@ TEST_CASE("warm start fills a frozen half base from another model's f32 or half 
   }
 }
 
+TEST_CASE("warm start fills a FrozenScope's f32 body but not a frozen variable made as state",
+          "[frozen-half][warm-start]") {
+  const auto model = [](vkt::ModelContext& ctx, const vkt::TensorDict& f, const vkt::TensorDict& l,
+                        vkt::Mode mode, const vkt::Params&) {
+    Tensor h;
+    {
+      const vkt::FrozenScope frozen(ctx.graph());  // f32
+      h = vkt::layers::dense(f.at("x"), 4, vkt::layers::Activation::Tanh, "body");
+    }
+    // trainable = false outside a scope: state, as a moving average is.
+    const Tensor state = ctx.graph().variable("state", {4}, vkt::Initializer::zeros(), false);
+    const Tensor logits =
+        vkt::layers::dense(h + state, kMlpClasses, vkt::layers::Activation::None, "head");
+    return vkt::test::adam_mlp_spec(logits, l, mode);
+  };
+  vkt::test::TempDir dir;
+  std::map<std::string, std::vector<float>> pretrained;
+  {
+    vkt::Graph g(vkt::test::shared_device());
+    const std::map<std::string, vkt::Shape> shapes = {{"body/kernel", {kIn, 4}},
+                                                      {"body/bias", {4}},
+                                                      {"head/kernel", {4, kMlpClasses}},
+                                                      {"head/bias", {kMlpClasses}},
+                                                      {"state", {4}}};
+    for (const auto& [name, shape] : shapes) g.variable(name, shape);
+    std::uint32_t seed = 80;
+    for (const auto& [name, shape] : shapes) {
+      pretrained[name] =
+          vkt::test::random_floats(static_cast<std::size_t>(shape.elements()), ++seed);
+      g.assign(*g.find_variable(name), pretrained[name]);
+    }
+    vkt::save_checkpoint(g, dir / "pretrained.safetensors");
+  }
+  Run run(model, 2, vkt::VariableMode::SharedLocalParameterServer, Precision::F32);
+  vkt::warm_start(run.run(), {.ckpt_to_initialize_from = dir / "pretrained.safetensors"});
+  for (const char* name : {"body/kernel", "body/bias", "head/kernel", "head/bias"}) {
+    INFO(name);
+    CHECK(float_bits(run.run().variable(name)) == float_bits(pretrained.at(name)));
+    for (int t = 0; t < run.run().towers(); ++t) {
+      vkt::Graph& g = run.run().tower_graph(t);
+      CHECK(float_bits(g.values(*g.find_variable(name))) == float_bits(pretrained.at(name)));
+    }
+  }
+  CHECK(run.run().variable("state") == std::vector<float>(4, 0.0f));
+}
+
 TEST_CASE(
     "a body built in a FrozenScope trains its head on 2 towers as an f32 frozen body "
     "holding the rounded weights",
