@@ -1,5 +1,5 @@
-// vkt-bench-frozen: a LoRA-shaped model (a frozen base of `layers` square
-// layers, each with a trainable rank-r adapter) trained on 2 towers in
+// vkt-bench-frozen: a LoRA fine-tune (`layers` square lora_dense layers: a
+// frozen base, each with a trainable rank-r adapter) trained on 2 towers in
 // SharedLocalParameterServer mode, with the base held as f32 frozen
 // variables (which the weights' copy-back carries to the towers every step)
 // and as bf16 frozen variables (half the bytes, never copied): examples/s of
@@ -22,22 +22,17 @@ struct Shape {
   vkt::Precision precision;
 };
 
-/// h <- tanh(h base_i + up_i(down_i(h))) for each layer, then a dense head;
-/// the bases frozen in `base_dtype`, everything else trained by Adam.
+/// h <- lora_dense(h, tanh) for each layer (a frozen base in `base_dtype`
+/// with a rank-r adapter), then a dense head; all but the bases trained by Adam.
 vkt::ModelFn lora(const Shape& s, vkt::DType base_dtype) {
-  return [s, base_dtype](vkt::ModelContext& ctx, const vkt::TensorDict& f, const vkt::TensorDict& l,
+  return [s, base_dtype](vkt::ModelContext&, const vkt::TensorDict& f, const vkt::TensorDict& l,
                          vkt::Mode mode, const vkt::Params&) {
-    vkt::Graph& g = ctx.graph();
     vkt::Tensor h = f.at("x");
     for (int i = 0; i < s.layers; ++i) {
-      const std::string name = fmt::format("layer{}", i);
-      const vkt::Tensor base = g.variable(name + "/base", {s.width, s.width},
-                                          vkt::Initializer::glorot_uniform(), false, base_dtype);
-      const vkt::Tensor down =
-          vkt::layers::dense(h, s.rank, vkt::layers::Activation::None, name + "/down");
-      const vkt::Tensor up =
-          vkt::layers::dense(down, s.width, vkt::layers::Activation::None, name + "/up");
-      h = vkt::tanh(vkt::matmul(h, vkt::cast(base, vkt::DType::F32)) + up);
+      h = vkt::layers::lora_dense(
+          h, s.width,
+          {.rank = s.rank, .alpha = 2.0f * static_cast<float>(s.rank), .base_dtype = base_dtype},
+          vkt::layers::Activation::Tanh, fmt::format("layer{}", i));
     }
     const vkt::Tensor logits = vkt::layers::dense(h, 10, vkt::layers::Activation::None, "head");
     const vkt::Tensor loss = vkt::sparse_softmax_cross_entropy(l.at("y"), logits);

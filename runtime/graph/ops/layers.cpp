@@ -91,13 +91,17 @@ Tensor dense(const Tensor& x, std::int64_t units, Activation activation,
     y = reshape(y, Shape(dims));
   }
   if (fused == activation) return y;
+  return activate_layer_output(y, activation);
+}
+
+Tensor activate_layer_output(const Tensor& y, Activation activation) {
   // An activation whose gradient reads its input (gelu's, elu's...) would keep
   // that f32 pre-activation for the backward pass; under a half precision it
   // is stored in half, as autocast's linear output is, and the gradient reads
   // the half tensor (unary.cpp's policy_half_copy). One rounding more in the
   // forward pass, none in the chain's dispatches.
-  if (half && reads_its_input(activation)) y = policy_round(y);
-  return activate(y, activation);
+  const bool half = y.valid() && y.graph().options().precision != Precision::F32;
+  return activate(half && reads_its_input(activation) ? policy_round(y) : y, activation);
 }
 
 }  // namespace vkt::layers

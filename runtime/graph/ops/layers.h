@@ -18,6 +18,11 @@ enum class Activation { None, Relu, Sigmoid, Tanh, Gelu, Elu, LeakyRelu, Softplu
 /// `activation` applied to x (x itself for None).
 Tensor activate(const Tensor& x, Activation activation);
 
+/// `activation` applied to a layer's pre-activation `y` as dense applies it:
+/// under a half precision, the input of an activation whose gradient reads it
+/// (gelu, elu, leaky_relu, softplus) is stored rounded to the half type.
+Tensor activate_layer_output(const Tensor& y, Activation activation);
+
 /// The name a layer's variables go under: `name` when given, else the next of
 /// `base`, `base_1`, `base_2`, ... in x's graph (Graph::unique_layer_name), as
 /// Keras names unnamed layers. For layers of one's own:
