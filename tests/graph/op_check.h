@@ -24,6 +24,27 @@ namespace vkt::test {
 
 using Values = std::vector<double>;
 
+/// The sizes of a product [m, k] x [k, n].
+struct MatmulDims {
+  std::int64_t m, k, n;
+};
+
+/// op(a) op(b) in double, each operand stored transposed where its flag says.
+inline Values matmul_reference(const Values& a, const Values& b, MatmulDims d, bool ta = false,
+                               bool tb = false) {
+  Values c(static_cast<std::size_t>(d.m * d.n), 0.0);
+  for (std::int64_t i = 0; i < d.m; ++i) {
+    for (std::int64_t p = 0; p < d.k; ++p) {
+      const double x = a[static_cast<std::size_t>(ta ? p * d.m + i : i * d.k + p)];
+      for (std::int64_t j = 0; j < d.n; ++j) {
+        c[static_cast<std::size_t>(i * d.n + j)] +=
+            x * b[static_cast<std::size_t>(tb ? j * d.k + p : p * d.n + j)];
+      }
+    }
+  }
+  return c;
+}
+
 struct OpSpec {
   std::string name;
   std::vector<Shape> shapes;

@@ -11,6 +11,7 @@
 
 #include "../shared_device.h"
 #include "../test_support.h"
+#include "op_check.h"
 
 using Catch::Matchers::Contains;
 using vkt::DType;
@@ -18,7 +19,9 @@ using vkt::Tensor;
 using vkt::layers::Activation;
 using vkt::layers::LoraOptions;
 using vkt::test::error_of;
+using vkt::test::matmul_reference;
 using vkt::test::rounded_to_half;
+using vkt::test::Values;
 
 namespace {
 
@@ -34,28 +37,11 @@ const vkt::Variable& variable(vkt::Graph& g, const std::string& name) {
   throw;
 }
 
-/// Row-major [n, k] x [k, m] in double.
-std::vector<double> product(const std::vector<double>& a, const std::vector<double>& b,
-                            std::int64_t n, std::int64_t k, std::int64_t m) {
-  std::vector<double> c(static_cast<std::size_t>(n * m), 0.0);
-  for (std::int64_t i = 0; i < n; ++i)
-    for (std::int64_t p = 0; p < k; ++p)
-      for (std::int64_t j = 0; j < m; ++j) c[i * m + j] += a[i * k + p] * b[p * m + j];
-  return c;
-}
-
-std::vector<double> transposed(const std::vector<double>& a, std::int64_t n, std::int64_t m) {
-  std::vector<double> t(a.size());
-  for (std::int64_t i = 0; i < n; ++i)
-    for (std::int64_t j = 0; j < m; ++j) t[j * n + i] = a[i * m + j];
-  return t;
-}
-
 std::vector<double> wide(const std::vector<float>& v) {
   return {v.begin(), v.end()};
 }
 
-void check_near(const std::vector<float>& got, const std::vector<double>& want) {
+void check_near(const std::vector<float>& got, const Values& want) {
   REQUIRE(got.size() == want.size());
   for (std::size_t i = 0; i < want.size(); ++i) {
     INFO("element " << i);
@@ -111,26 +97,23 @@ TEST_CASE(
 
     // pre = x K + bias + 1.5 (x A) B, y = tanh(pre), loss = sum(c y).
     const double scale = kAlpha / kRank;
-    const std::vector<double> xa = product(wide(xs), wide(av), kRows, kIn, kRank);
-    const std::vector<double> xab = product(xa, wide(bv), kRows, kRank, kUnits);
-    std::vector<double> pre = product(wide(xs), wide(kernel), kRows, kIn, kUnits);
-    std::vector<double> want_y(pre.size()), dpre(pre.size());
+    const Values xa = matmul_reference(wide(xs), wide(av), {kRows, kIn, kRank});
+    const Values xab = matmul_reference(xa, wide(bv), {kRows, kRank, kUnits});
+    Values pre = matmul_reference(wide(xs), wide(kernel), {kRows, kIn, kUnits});
+    Values want_y(pre.size()), dpre(pre.size());
     for (std::size_t i = 0; i < pre.size(); ++i) {
       pre[i] += bias[i % kUnits] + scale * xab[i];
       want_y[i] = std::tanh(pre[i]);
       dpre[i] = c[i] * (1 - want_y[i] * want_y[i]);
     }
     // dB = s (xA)^T dpre, dA = s x^T (dpre B^T), dx = dpre K^T + s dpre B^T A^T.
-    std::vector<double> want_db = product(transposed(xa, kRows, kRank), dpre, kRank, kRows, kUnits);
-    const std::vector<double> dxa =
-        product(dpre, transposed(wide(bv), kRank, kUnits), kRows, kUnits, kRank);
-    std::vector<double> want_da = product(transposed(wide(xs), kRows, kIn), dxa, kIn, kRows, kRank);
-    for (double& v : want_db) v *= scale;
+    const Values dxa = matmul_reference(dpre, wide(bv), {kRows, kUnits, kRank}, false, true);
+    Values want_da = matmul_reference(wide(xs), dxa, {kIn, kRows, kRank}, true);
+    Values want_db = matmul_reference(xa, dpre, {kRank, kRows, kUnits}, true);
     for (double& v : want_da) v *= scale;
-    std::vector<double> want_dx =
-        product(dpre, transposed(wide(kernel), kIn, kUnits), kRows, kUnits, kIn);
-    const std::vector<double> dx_adapter =
-        product(dxa, transposed(wide(av), kIn, kRank), kRows, kRank, kIn);
+    for (double& v : want_db) v *= scale;
+    Values want_dx = matmul_reference(dpre, wide(kernel), {kRows, kUnits, kIn}, false, true);
+    const Values dx_adapter = matmul_reference(dxa, wide(av), {kRows, kRank, kIn}, false, true);
     for (std::size_t i = 0; i < want_dx.size(); ++i) want_dx[i] += scale * dx_adapter[i];
     check_near(exec.read(y), want_y);
     check_near(exec.read(d[0].dense), want_da);

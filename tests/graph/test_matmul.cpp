@@ -20,6 +20,7 @@
 using vkt::MatmulVariant;
 using vkt::Shape;
 using vkt::Tensor;
+using vkt::test::matmul_reference;
 using vkt::test::OpSpec;
 using vkt::test::Values;
 
@@ -27,30 +28,13 @@ using vkt::test::VariantScope;
 
 namespace {
 
-struct Dims {
-  std::int64_t m, k, n;
-};
+using Dims = vkt::test::MatmulDims;
 
 Shape a_shape(Dims d, bool ta) {
   return ta ? Shape{d.k, d.m} : Shape{d.m, d.k};
 }
 Shape b_shape(Dims d, bool tb) {
   return tb ? Shape{d.n, d.k} : Shape{d.k, d.n};
-}
-
-/// op(a) op(b) in double, the operands stored as their shapes say.
-Values matmul_reference(const Values& a, const Values& b, Dims d, bool ta, bool tb) {
-  Values c(static_cast<std::size_t>(d.m * d.n), 0.0);
-  for (std::int64_t i = 0; i < d.m; ++i) {
-    for (std::int64_t p = 0; p < d.k; ++p) {
-      const double x = a[static_cast<std::size_t>(ta ? p * d.m + i : i * d.k + p)];
-      for (std::int64_t j = 0; j < d.n; ++j) {
-        c[static_cast<std::size_t>(i * d.n + j)] +=
-            x * b[static_cast<std::size_t>(tb ? j * d.k + p : p * d.n + j)];
-      }
-    }
-  }
-  return c;
 }
 
 const char* variant_name(MatmulVariant v) {
