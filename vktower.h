@@ -33,7 +33,6 @@
 #include "runtime/graph/ops/embedding.h"
 #include "runtime/graph/ops/layer_norm.h"
 #include "runtime/graph/ops/layers.h"
-#include "runtime/graph/ops/lora_layer.h"
 #include "runtime/graph/ops/losses.h"
 #include "runtime/graph/ops/matmul.h"
 #include "runtime/graph/ops/pool.h"

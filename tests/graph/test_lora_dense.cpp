@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -169,4 +170,56 @@ TEST_CASE("lora_dense mistakes are one line each, before any variable is made") 
              Contains("'pretrained/kernel' already exists as a trainable f32 variable") &&
                  Contains("another name"));
   CHECK(g.variables().size() == made);
+}
+
+TEST_CASE(
+    "a transformer block under LoRA: only the attention's adapters train, every other weight "
+    "frozen in the base type, and it starts as the plain block") {
+  const std::vector<float> xs = vkt::test::random_floats(2 * 4 * 8, 31);
+  const std::vector<float> c = vkt::test::random_floats(2 * 4 * 8, 32);
+  const auto block = [&](vkt::Graph& g, const std::optional<LoraOptions>& lora) {
+    const Tensor x = g.input("x", {2, 4, 8});
+    return vkt::layers::transformer_block(x, 2, {.lora = lora}, "blk");
+  };
+  for (const DType base_dtype : {DType::F32, DType::BF16}) {
+    INFO(vkt::to_string(base_dtype));
+    vkt::Graph g(vkt::test::shared_device(), {.seed = 3});
+    const Tensor y = block(g, LoraOptions{.rank = 2, .alpha = 4, .base_dtype = base_dtype});
+    std::vector<std::string> trainable;
+    std::vector<Tensor> adapters;
+    for (const vkt::Variable& v : g.variables()) {
+      if (v.trainable) {
+        trainable.push_back(v.tensor.name());
+        adapters.push_back(v.tensor);
+        continue;
+      }
+      INFO(v.tensor.name());
+      CHECK(v.frozen_weight);
+      CHECK(v.tensor.dtype() == base_dtype);
+    }
+    CHECK(trainable ==
+          std::vector<std::string>{"blk/attention/qkv/lora_a", "blk/attention/qkv/lora_b",
+                                   "blk/attention/out/lora_a", "blk/attention/out/lora_b"});
+    const Tensor loss = vkt::reduce_sum(y * g.constant(y.shape(), c));
+    const std::vector<vkt::Gradient> d = vkt::gradients(loss, adapters);
+    std::vector<Tensor> fetches{y};
+    for (const vkt::Gradient& grad : d) fetches.push_back(grad.dense);
+    vkt::Executor exec(g, fetches);
+    exec.feed("x", xs);
+    exec.run();
+    // lora_b starts at zero: lora_a gets no gradient yet, lora_b does.
+    CHECK(exec.read(d[0].dense) == std::vector<float>(8 * 2, 0.0f));
+    CHECK(exec.read(d[1].dense) != std::vector<float>(2 * 24, 0.0f));
+    if (base_dtype != DType::F32) continue;
+    // The plain block with the same weights gives the same output.
+    vkt::Graph plain(vkt::test::shared_device());
+    const Tensor plain_y = block(plain, std::nullopt);
+    vkt::Executor plain_exec(plain, {plain_y});
+    for (const vkt::Variable& v : plain.variables()) {
+      plain.assign(v.tensor, g.values(*g.find_variable(v.tensor.name())));
+    }
+    plain_exec.feed("x", xs);
+    plain_exec.run();
+    CHECK(plain_exec.read(plain_y) == exec.read(y));
+  }
 }

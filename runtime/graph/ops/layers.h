@@ -2,6 +2,7 @@
 // Layers: ops together with the variables they own.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "../tensor.h"
@@ -46,6 +47,33 @@ std::string layer_name(const Tensor& x, const std::string& name, const char* bas
 Tensor dense(const Tensor& x, std::int64_t units, Activation activation = Activation::None,
              const std::string& name = "");
 
+/// The adapter of lora_dense: PEFT's LoraConfig(r, lora_alpha), Keras'
+/// `Dense.enable_lora(rank)`.
+struct LoraOptions {
+  std::int64_t rank = 8;  ///< the adapter's inner width r, at least 1
+  float alpha = 16.0f;    ///< the adapter's output is scaled by alpha / rank (finite, > 0)
+  /// How the frozen base (kernel and bias) is stored: f32, or f16 / bf16 in
+  /// half the bytes (see FrozenScope).
+  DType base_dtype = DType::BF16;
+};
+
+/// A dense layer fine-tuned by LoRA (Hu et al., 2021): act(x kernel + bias +
+/// alpha / rank * (x lora_a) lora_b), where "<name>/kernel" [in, units] and
+/// "<name>/bias" [units] are the frozen base in `lora.base_dtype` (the names
+/// dense gives them, so warm start fills them from a pretrained dense layer's
+/// checkpoint), and "<name>/lora_a" [in, rank] (uniform in +-1 / sqrt(in), as
+/// PEFT's) and "<name>/lora_b" [rank, units] (zeros, so the layer starts as
+/// its base) are trainable f32. Shapes and reuse by name as dense's; unnamed:
+/// "dense", "dense_1", ... The adapter's products take the precision policy
+/// as every matmul does. No dropout on the adapter's input (PEFT's default).
+///
+///   config.warm_start_from = vkt::WarmStartSettings{.ckpt_to_initialize_from = "pretrained"};
+///   ...
+///   vkt::Tensor h = vkt::layers::lora_dense(x, 512, {.rank = 8, .alpha = 16},
+///                                           vkt::layers::Activation::Relu, "hidden");
+Tensor lora_dense(const Tensor& x, std::int64_t units, const LoraOptions& lora,
+                  Activation activation = Activation::None, const std::string& name = "");
+
 /// A convolution layer: act(bias_add(conv2d(x, kernel, options), bias)) with the
 /// variables "<name>/kernel" [KH, KW, C / groups, filters] (glorot_uniform) and
 /// "<name>/bias" [filters] (zeros), for x [N, H, W, C]. Reuses its variables by
@@ -78,6 +106,9 @@ struct AttentionLayerOptions {
   bool causal = true;              ///< each position attends to itself and earlier ones
   float attention_dropout = 0.0f;  ///< dropout on the attention probabilities in training
   AttentionKernel kernel = AttentionKernel::Auto;  ///< fused or composed (attention.h)
+  /// When set, the qkv and out projections are lora_dense layers: frozen
+  /// bases with trainable adapters (PEFT's target modules c_attn and c_proj).
+  std::optional<LoraOptions> lora{};
 };
 
 /// Multi-head self-attention over x [B, T, D]: one dense projection to q, k
@@ -97,6 +128,10 @@ struct TransformerOptions {
   /// The MLP's hidden width, as a multiple of D (GPT-2: 4).
   std::int64_t mlp_ratio = 4;
   AttentionKernel attention_kernel = AttentionKernel::Auto;  ///< fused or composed (attention.h)
+  /// When set, a LoRA fine-tune of the block: the attention's projections
+  /// take adapters (AttentionLayerOptions::lora) and every other weight
+  /// (both norms, the MLP) is frozen in `lora->base_dtype`.
+  std::optional<LoraOptions> lora{};
 };
 
 /// GPT-2's pre-LayerNorm block over x [B, T, D]:

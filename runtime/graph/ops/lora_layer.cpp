@@ -1,5 +1,5 @@
 // layers::lora_dense: dense's frozen base plus a trainable low-rank adapter.
-#include "lora_layer.h"
+#include "layers.h"
 
 #include <fmt/format.h>
 

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "../../vulkan/error.h"
+#include "../frozen_scope.h"
 #include "../graph.h"
 #include "attention.h"
 #include "cast.h"
@@ -37,7 +38,12 @@ Tensor multi_head_attention(const Tensor& x, int heads, const AttentionLayerOpti
   const std::int64_t dh = d / heads;
   // One fused projection for q, k and v, its heads moved out in one copy,
   // [B, T, 3, H, Dh] -> [3, B, H, T, Dh]; q, k and v are then views on it.
-  const Tensor projected = dense(x, 3 * d, Activation::None, name + "/qkv");
+  // A projection: a dense layer, or a frozen one with an adapter.
+  const auto project = [&](const Tensor& in, std::int64_t units, const std::string& layer) {
+    return options.lora ? lora_dense(in, units, *options.lora, Activation::None, layer)
+                        : dense(in, units, Activation::None, layer);
+  };
+  const Tensor projected = project(x, 3 * d, name + "/qkv");
   const std::vector<Tensor> qkv =
       split(permute(reshape(projected, Shape{b, t, 3, heads, dh}), {2, 0, 3, 1, 4}), {1, 1, 1}, 0);
   const auto to_heads = [&](const Tensor& y) { return reshape(y, Shape{b, heads, t, dh}); };
@@ -51,7 +57,7 @@ Tensor multi_head_attention(const Tensor& x, int heads, const AttentionLayerOpti
   };
   const std::optional<Tensor> y_half = widened_from(y);
   const Tensor merged = y_half && dh % 2 == 0 ? cast(merge(*y_half), DType::F32) : merge(y);
-  return dense(merged, d, Activation::None, name + "/out");
+  return project(merged, d, name + "/out");
 }
 
 Tensor transformer_block(const Tensor& x, int heads, const TransformerOptions& options,
@@ -62,11 +68,21 @@ Tensor transformer_block(const Tensor& x, int heads, const TransformerOptions& o
   const auto drop = [&](const Tensor& y) {
     return options.dropout > 0.0f ? dropout(y, options.dropout) : y;
   };
-  Tensor h = x + drop(multi_head_attention(layer_norm(x, 1e-5f, name + "/ln_1"), heads,
+  // A LoRA fine-tune freezes every weight but the attention's adapters.
+  std::optional<FrozenScope> frozen;
+  const auto freeze = [&] {
+    if (options.lora) frozen.emplace(x.graph(), options.lora->base_dtype);
+  };
+  freeze();
+  const Tensor normed = layer_norm(x, 1e-5f, name + "/ln_1");
+  frozen.reset();  // lora_dense freezes the projections' bases itself
+  Tensor h = x + drop(multi_head_attention(normed, heads,
                                            {.causal = options.causal,
                                             .attention_dropout = options.dropout,
-                                            .kernel = options.attention_kernel},
+                                            .kernel = options.attention_kernel,
+                                            .lora = options.lora},
                                            name + "/attention"));
+  freeze();
   const Tensor inner = dense(layer_norm(h, 1e-5f, name + "/ln_2"), options.mlp_ratio * d,
                              Activation::Gelu, name + "/mlp_in");
   h = h + drop(dense(inner, d, Activation::None, name + "/mlp_out"));
