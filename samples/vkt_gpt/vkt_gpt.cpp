@@ -76,12 +76,35 @@ std::string generate(vkt::Estimator& estimator, const Corpus& corpus, std::int64
   return out;
 }
 
-/// A checkpoint in --model-dir made for another corpus or context would feed
-/// token ids past its vocabulary or positions past its table: say which, with
-/// the values and the file, before anything trains.
-void check_checkpoint_fits(const vkt::Estimator& estimator, const Corpus& corpus,
-                           const std::string& data, std::int64_t context) {
-  const std::optional<std::string> latest = estimator.latest_checkpoint();
+/// The warm start --warm-start asks for: every weight of the earlier run,
+/// but no LoRA adapter (which it has none of, and which start fresh).
+std::optional<vkt::WarmStartSettings> warm_start_settings(const std::string& from, bool lora) {
+  if (from.empty()) return std::nullopt;
+  return vkt::WarmStartSettings{.ckpt_to_initialize_from = from,
+                                .vars_to_warm_start = lora ? "(?!.*/lora_[ab]$)" : ".*"};
+}
+
+/// A checkpoint (in --model-dir, or the one --warm-start starts from) made for
+/// another corpus or context would feed token ids past its vocabulary or
+/// positions past its table: say which, with the values, the file and the
+/// flag, before anything trains.
+void check_checkpoint_fits(const vkt::Estimator& estimator, const std::string& warm_start,
+                           const Corpus& corpus, const std::string& data,
+                           const GptSettings& model) {
+  const std::int64_t context = model.context;
+  std::optional<std::string> latest = estimator.latest_checkpoint();
+  std::string flag = "--model-dir";
+  if (!latest && !warm_start.empty()) {
+    latest = std::filesystem::is_directory(warm_start)
+                 ? vkt::CheckpointManager(warm_start, 1).latest()
+                 : std::optional<std::string>(warm_start);
+    flag = "--warm-start";
+    if (!latest) {
+      throw vkt::Error(fmt::format(
+          "--warm-start '{}' holds no checkpoint; give the --model-dir of an earlier vkt-gpt run",
+          warm_start));
+    }
+  }
   if (!latest) return;
   const std::map<std::string, vkt::HostTensor> saved = vkt::read_checkpoint(*latest);
   const auto rows = [&](const char* name) -> std::int64_t {
@@ -91,15 +114,30 @@ void check_checkpoint_fits(const vkt::Estimator& estimator, const Corpus& corpus
   if (const std::int64_t vocab = rows("wte"); vocab >= 0 && vocab != corpus.vocab_size()) {
     throw vkt::Error(fmt::format(
         "--data '{}' has {} distinct characters, but checkpoint '{}' was trained on {}: its "
-        "token ids would not match; give the --data it was trained on, or another --model-dir",
-        data, corpus.vocab_size(), *latest, vocab));
+        "token ids would not match; give the --data it was trained on, or another {}",
+        data, corpus.vocab_size(), *latest, vocab, flag));
   }
   if (const std::int64_t positions = rows("wpe"); positions >= 0 && positions != context) {
     throw vkt::Error(fmt::format(
         "--context {} {} the position table of checkpoint '{}' ({} positions); give --context "
-        "{}, or another --model-dir",
+        "{}, or another {}",
         context, context > positions ? "is longer than" : "does not match", *latest, positions,
-        positions));
+        positions, flag));
+  }
+  if (const auto it = saved.find("wte");
+      it != saved.end() && it->second.shape.rank() == 2 && it->second.shape[1] != model.width) {
+    throw vkt::Error(fmt::format(
+        "--width {} does not match checkpoint '{}' (width {}); give --width {}, or another {}",
+        model.width, *latest, it->second.shape[1], it->second.shape[1], flag));
+  }
+  const auto blocks = std::count_if(saved.begin(), saved.end(), [](const auto& entry) {
+    return entry.first.ends_with("/ln_1/gamma");
+  });
+  if (blocks > 0 && blocks != model.layers) {
+    throw vkt::Error(fmt::format(
+        "--layers {} does not match checkpoint '{}' ({} transformer blocks); give --layers {}, "
+        "or another {}",
+        model.layers, *latest, blocks, blocks, flag));
   }
 }
 
@@ -118,6 +156,7 @@ int main(int argc, char** argv) {
   double temperature = 0.8;
   std::uint64_t eval_every = 100;
   std::uint64_t eval_batches = 20;
+  std::string warm_start;
   add_sample_flags(app, flags, "initial weights, dropout, shuffling and sampling");
   app.add_option("--layers", model.layers, "transformer blocks")
       ->capture_default_str()
@@ -141,6 +180,14 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "fused", "composed"}));
   app.add_flag("--tie-weights", model.tie_weights,
                "GPT-2's weight tying: the logits use the token table (no separate output matrix)");
+  app.add_option("--lora", model.lora_rank,
+                 "fine-tune by LoRA with adapters of this rank on every attention projection, "
+                 "the rest of the --warm-start model frozen in bf16 (0: train every weight)")
+      ->capture_default_str()
+      ->check(whole_number(0, 4096));
+  app.add_option("--warm-start", warm_start,
+                 "start from another run's weights: its --model-dir or a checkpoint file "
+                 "(when --model-dir holds no checkpoint yet)");
   app.add_option("--learning-rate", model.learning_rate,
                  "the peak rate (linear warm-up over 5% of the steps, then cosine to 10%)")
       ->capture_default_str()
@@ -169,6 +216,11 @@ int main(int argc, char** argv) {
       throw vkt::Error(
           fmt::format("--heads {} does not divide --width {}", model.heads, model.width));
     }
+    if (model.lora_rank > 0 && warm_start.empty()) {
+      throw vkt::Error(
+          "--lora fine-tunes a pretrained model: give --warm-start with the --model-dir of an "
+          "earlier vkt-gpt run (or a checkpoint file of one)");
+    }
     if (data.empty()) {
       data = std::filesystem::exists(kFortunes) ? std::string(kFortunes)
                                                 : sample_data_file("fortunes-wisdom.txt");
@@ -192,10 +244,11 @@ int main(int argc, char** argv) {
          .random_seed = flags.seed,
          .log_step_count_steps = eval_every,
          .accumulate_steps = flags.accumulate,
+         .warm_start_from = warm_start_settings(warm_start, model.lora_rank > 0),
          .mpi = mpi_setting(flags),
          .on_device_loss = device_loss_action(flags)},
         to_params(model));
-    check_checkpoint_fits(estimator, corpus, data, model.context);
+    check_checkpoint_fits(estimator, warm_start, corpus, data, model);
     const bool chief = estimator.rank() == 0;
     const int processes = processes_of(estimator);
     const std::size_t all_towers = towers.devices.size() * static_cast<std::size_t>(processes);
@@ -206,6 +259,12 @@ int main(int argc, char** argv) {
           corpus.text.size(), corpus.files, corpus.files == 1 ? "" : "s", corpus.vocab_size(),
           train.size(), validation.size(), model.context, all_towers, all_towers == 1 ? "" : "s",
           towers.description);
+      if (model.lora_rank > 0 && !estimator.latest_checkpoint()) {
+        fmt::print(
+            "fine-tuning {} by LoRA: rank-{} adapters on the attention projections train, "
+            "every other weight frozen in bf16\n",
+            warm_start, model.lora_rank);
+      }
     }
     const vkt::InputFn train_input = vkt::dataset_input(train, {.batch_size = flags.batch_size,
                                                                 .epochs = 0,
