@@ -2,12 +2,14 @@
 // frozen base, each with a trainable rank-r adapter) trained on 2 towers in
 // SharedLocalParameterServer mode, with the base held as f32 frozen
 // variables (which the weights' copy-back carries to the towers every step)
-// and as bf16 frozen variables (half the bytes, never copied): examples/s of
-// each, their ratio, and the variable arena's bytes, all in one run.
+// and as bf16 frozen variables (half the bytes, never copied), and the same
+// layers all trained (full fine-tuning): examples/s of each, their ratios,
+// and the variable arena's bytes, all in one run.
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <optional>
 #include <random>
 
 #include <vktower/tower/replicate.h>
@@ -24,15 +26,21 @@ struct Shape {
 
 /// h <- lora_dense(h, tanh) for each layer (a frozen base in `base_dtype`
 /// with a rank-r adapter), then a dense head; all but the bases trained by Adam.
-vkt::ModelFn lora(const Shape& s, vkt::DType base_dtype) {
+/// Without a base dtype: the same layers as plain dense ones, all trained
+/// (full fine-tuning, the reference LoRA saves on).
+vkt::ModelFn lora(const Shape& s, std::optional<vkt::DType> base_dtype) {
   return [s, base_dtype](vkt::ModelContext&, const vkt::TensorDict& f, const vkt::TensorDict& l,
                          vkt::Mode mode, const vkt::Params&) {
     vkt::Tensor h = f.at("x");
     for (int i = 0; i < s.layers; ++i) {
-      h = vkt::layers::lora_dense(
-          h, s.width,
-          {.rank = s.rank, .alpha = 2.0f * static_cast<float>(s.rank), .base_dtype = base_dtype},
-          vkt::layers::Activation::Tanh, fmt::format("layer{}", i));
+      const std::string name = fmt::format("layer{}", i);
+      const vkt::layers::Activation tanh = vkt::layers::Activation::Tanh;
+      h = base_dtype ? vkt::layers::lora_dense(h, s.width,
+                                               {.rank = s.rank,
+                                                .alpha = 2.0f * static_cast<float>(s.rank),
+                                                .base_dtype = *base_dtype},
+                                               tanh, name)
+                     : vkt::layers::dense(h, s.width, tanh, name);
     }
     const vkt::Tensor logits = vkt::layers::dense(h, 10, vkt::layers::Activation::None, "head");
     const vkt::Tensor loss = vkt::sparse_softmax_cross_entropy(l.at("y"), logits);
@@ -46,8 +54,8 @@ struct Result {
   std::size_t arena_bytes = 0;
 };
 
-Result measure(vkt::Instance& instance, const Shape& s, vkt::DType base_dtype, int towers,
-               int steps) {
+Result measure(vkt::Instance& instance, const Shape& s, std::optional<vkt::DType> base_dtype,
+               int towers, int steps) {
   const auto replicated = vkt::replicate_model_fn(
       lora(s, base_dtype),
       {.devices = std::vector<std::uint32_t>(static_cast<std::size_t>(towers), 0),
@@ -111,12 +119,16 @@ int main(int argc, char** argv) {
         s.layers, s.width, s.width, s.rank, s.batch, towers, precision);
     const Result f32 = measure(instance, s, vkt::DType::F32, towers, steps);
     const Result bf16 = measure(instance, s, vkt::DType::BF16, towers, steps);
-    for (const auto& [name, r] : {std::pair{"f32 base ", f32}, std::pair{"bf16 base", bf16}}) {
+    const Result full = measure(instance, s, std::nullopt, towers, steps);
+    for (const auto& [name, r] : {std::pair{"f32 base ", f32}, std::pair{"bf16 base", bf16},
+                                  std::pair{"all train", full}}) {
       fmt::print("  {}: {:8.0f} examples/s, copy-back {:7.2f} ms/step, variable arena {:.1f} MiB\n",
                  name, r.examples_per_s, r.copy_back_ms,
                  static_cast<double>(r.arena_bytes) / (1 << 20));
     }
     fmt::print("frozen_bf16_vs_f32_ratio={:.2f}\n", bf16.examples_per_s / f32.examples_per_s);
+    fmt::print("lora_bf16_vs_full_training_ratio={:.2f}\n",
+               bf16.examples_per_s / full.examples_per_s);
     fmt::print("frozen_bf16_vs_f32_arena_ratio={:.2f}\n",
                static_cast<double>(bf16.arena_bytes) / static_cast<double>(f32.arena_bytes));
   } catch (const std::exception& e) {

@@ -169,7 +169,7 @@ else
   bench fusion 40 vkt-bench-fusion
   FIGURE_SUFFIX=_fp16 bench fusion-fp16 60 vkt-bench-fusion --precision fp16
   bench estimator 60 vkt-bench-estimator --steps 200 --reps 2
-  bench frozen 40 vkt-bench-frozen --precision bf16 --width 4096 --layers 4 --batch 256 --steps 20
+  bench frozen 60 vkt-bench-frozen --precision bf16 --width 4096 --layers 4 --batch 256 --steps 20
   if digits=$(prog vkt-digits); then
     bench startup 60 vkt-bench-startup --program "$digits" --data "$VKT_DATA_DIR/digits.csv.gz"
   fi
