@@ -356,14 +356,15 @@ TEST_CASE(
   vkt::test::TempDir dir;
   const std::vector<float> kernel = vkt::test::random_floats(kIn * 8, 91, -0.6f, 0.6f);
   const std::vector<float> bias = vkt::test::random_floats(8, 92);
-  {
-    // The pretrained model: a plain dense layer "hidden".
+  // The pretrained model's file: a plain dense layer "hidden".
+  const auto save_pretrained = [&](const std::vector<float>& k, const std::vector<float>& b) {
     vkt::Graph g(vkt::test::shared_device());
     vkt::layers::dense(g.input("x", {kBatch, kIn}), 8, vkt::layers::Activation::Tanh, "hidden");
-    g.assign(*g.find_variable("hidden/kernel"), kernel);
-    g.assign(*g.find_variable("hidden/bias"), bias);
+    g.assign(*g.find_variable("hidden/kernel"), k);
+    g.assign(*g.find_variable("hidden/bias"), b);
     vkt::save_checkpoint(g, dir / "pretrained.safetensors");
-  }
+  };
+  save_pretrained(kernel, bias);
   const auto fine_tuned = [&](DType base, int towers) {
     Run run(model(base), towers, vkt::VariableMode::SharedLocalParameterServer, Precision::BF16);
     vkt::warm_start(run.run(), {.ckpt_to_initialize_from = dir / "pretrained.safetensors",
@@ -385,13 +386,7 @@ TEST_CASE(
   CHECK(half[1] != std::vector<float>(2 * 8, 0.0f));  // lora_b trained from zeros
   // An f32 base warm-started from the same file rounds nothing: bf16 values
   // in the file make it hold what the bf16 base holds.
-  {
-    vkt::Graph g(vkt::test::shared_device());
-    vkt::layers::dense(g.input("x", {kBatch, kIn}), 8, vkt::layers::Activation::Tanh, "hidden");
-    g.assign(*g.find_variable("hidden/kernel"), rounded_to_half(kernel, DType::BF16));
-    g.assign(*g.find_variable("hidden/bias"), rounded_to_half(bias, DType::BF16));
-    vkt::save_checkpoint(g, dir / "pretrained.safetensors");
-  }
+  save_pretrained(rounded_to_half(kernel, DType::BF16), rounded_to_half(bias, DType::BF16));
   CHECK(same_bits(half, fine_tuned(DType::BF16, 2)));
   CHECK(same_bits(half, fine_tuned(DType::F32, 2)));
   // 1 tower sums its gradient in another order than 2, and rounds other
