@@ -5,6 +5,7 @@
 //
 //   vkt-gpt --devices 0,0                          # the default run
 //   vkt-gpt --layers 1 --width 32 --context 16 --steps 20 --generate 40
+//   vkt-gpt --warm-start pretrained --lora 8 --model-dir tuned  # a LoRA fine-tune
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -84,6 +85,27 @@ std::optional<vkt::WarmStartSettings> warm_start_settings(const std::string& fro
                                 .vars_to_warm_start = lora ? "(?!.*/lora_[ab]$)" : ".*"};
 }
 
+/// A --model-dir checkpoint resumes only with the --lora it was written with:
+/// its adapters' rank, or none.
+void check_lora_fits(const std::map<std::string, vkt::HostTensor>& saved, const std::string& file,
+                     std::int64_t lora_rank) {
+  std::int64_t saved_rank = 0;
+  for (const auto& [name, tensor] : saved) {
+    if (name.ends_with("/lora_a") && tensor.shape.rank() == 2) saved_rank = tensor.shape[1];
+  }
+  if (saved_rank == lora_rank) return;
+  if (saved_rank == 0) {
+    throw vkt::Error(fmt::format(
+        "--lora {}: checkpoint '{}' holds no adapters, so --model-dir trained the whole model; "
+        "to fine-tune it, give it as --warm-start and a new --model-dir",
+        lora_rank, file));
+  }
+  throw vkt::Error(fmt::format(
+      "checkpoint '{}' holds LoRA adapters of rank {}: give --lora {} to resume it, or another "
+      "--model-dir",
+      file, saved_rank, saved_rank));
+}
+
 /// A checkpoint (in --model-dir, or the one --warm-start starts from) made for
 /// another corpus or context would feed token ids past its vocabulary or
 /// positions past its table: say which, with the values, the file and the
@@ -107,6 +129,7 @@ void check_checkpoint_fits(const vkt::Estimator& estimator, const std::string& w
   }
   if (!latest) return;
   const std::map<std::string, vkt::HostTensor> saved = vkt::read_checkpoint(*latest);
+  if (flag == "--model-dir") check_lora_fits(saved, *latest, model.lora_rank);
   const auto rows = [&](const char* name) -> std::int64_t {
     const auto it = saved.find(name);
     return it == saved.end() || it->second.shape.rank() != 2 ? -1 : it->second.shape[0];
