@@ -66,12 +66,12 @@ inline std::vector<std::uint32_t> float_bits(const std::vector<float>& v) {
   return out;
 }
 
-/// Whether two floats have the same bits.
 /// `values` rounded to the half type `dtype` (half.h's rounding), widened back.
 inline std::vector<float> rounded_to_half(std::span<const float> values, DType dtype) {
   return from_half(to_half(values, dtype), dtype);
 }
 
+/// Whether two floats have the same bits.
 inline bool same_bits(float a, float b) {
   return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
 }
