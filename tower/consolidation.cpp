@@ -227,6 +227,7 @@ void WeightUpdate::build_mirrored(Towers& towers, const GradientBuckets& buckets
     tower_updates_.push_back(std::make_unique<Executor>(
         *t.graph, updates.at(i),
         ExecutorOptions{.double_buffered_feeds = true, .compute_queue = t.lane}));
+    if (i == 0) scale_lane_ = t.lane;
     Executor& update = *tower_updates_.back();
     if (update.gradient_arena().size() != t.executor->gradient_arena().size()) {
       throw Error("internal: a tower's update program does not line up with its gradients");

@@ -391,12 +391,15 @@ std::vector<std::shared_ptr<TrainingHook>> Estimator::training_hooks(const Built
   hooks.push_back(std::make_shared<NanLossHook>(b.run->scales_loss() ? kSkipsInARow : 0));
   if (config_.log_step_count_steps > 0) {
     TowerRun* run = b.run.get();
-    hooks.push_back(std::make_shared<LoggingHook>(config_.log_step_count_steps, step_examples,
-                                                  [this, run](const StepRate& r) {
-                                                    if (!log_) return;
-                                                    log_->rate(r);
-                                                    log_loss_scale(*run);
-                                                  }));
+    hooks.push_back(std::make_shared<LoggingHook>(
+        config_.log_step_count_steps, step_examples, [this, run](const StepRate& r) {
+          if (!log_) return;
+          log_->rate(r);
+          // Read with the losses: no wait.
+          const auto& taken = run->taken_loss_scale();
+          if (!taken) return log_loss_scale(*run);
+          log_->loss_scale(taken->step, taken->scale, taken->skipped_steps);
+        }));
   }
   return hooks;
 }

@@ -26,6 +26,7 @@ class LossRing {
   /// `losses[i]`: tower i's loss, 4 bytes of its Device, written on its
   /// compute queue `lanes[i]` (where the copies go too: the tower's next run
   /// then overwrites the loss only after they read it). Keeps `slots` runs.
+  /// A source may also be several floats, for read().
   LossRing(const std::vector<BufferRange>& losses, const std::vector<std::uint32_t>& lanes,
            std::size_t slots);
 
@@ -37,15 +38,21 @@ class LossRing {
   /// sum of a step's micro-batches: pass the earlier runs' total). Waits for
   /// the copies; vkt::Error when the slot holds another run by now.
   float add(std::uint64_t run, float sum) const;
+  /// The floats copied from source `source` for run `run` (a ring of other
+  /// scalars than losses: a source may be several floats). Waits for the copy.
+  std::vector<float> read(std::size_t source, std::uint64_t run) const;
   std::size_t slots() const { return slots_; }
 
  private:
   struct TowerSlots {
-    std::unique_ptr<Buffer> ring;     // slots_ floats, host-visible (the copies point at it)
+    std::unique_ptr<Buffer> ring;     // slots_ copies, host-visible (the copies point at it)
     std::vector<StagedRange> copies;  // per slot: the loss into it
     std::vector<Ticket> copied;       // per slot, its last copy
     std::vector<std::uint64_t> run;   // per slot, the run it holds (+1; 0: none)
   };
+  /// Source `source`'s slot of run `run`, once its copy is done.
+  const TowerSlots& slot_of(std::size_t source, std::uint64_t run) const;
+
   std::size_t slots_;
   std::vector<TowerSlots> towers_;
 };

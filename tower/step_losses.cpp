@@ -1,5 +1,7 @@
 #include "step_losses.h"
 
+#include "../runtime/vulkan/error.h"
+
 namespace vkt {
 
 StepLosses::StepLosses(const std::vector<BufferRange>& tower_losses,
@@ -7,6 +9,11 @@ StepLosses::StepLosses(const std::vector<BufferRange>& tower_losses,
     : runs_per_step_(runs_per_step),
       // The steps kept, the one running and the one being submitted.
       ring_(tower_losses, lanes, (kKept + 2) * static_cast<std::size_t>(runs_per_step)) {}
+
+void StepLosses::watch_loss_scale(const BufferRange& state, std::uint32_t lane) {
+  scales_ = std::make_unique<LossRing>(std::vector<BufferRange>{state},
+                                       std::vector<std::uint32_t>{lane}, kKept + 2);
+}
 
 void StepLosses::record(std::size_t tower, const Ticket& written) {
   ring_.record(tower, runs_, written);
@@ -17,9 +24,13 @@ void StepLosses::run_done(bool first) {
   ++runs_;
 }
 
-void StepLosses::step_done(std::uint64_t step) {
+void StepLosses::step_done(std::uint64_t step, const Ticket& updated) {
   if (pending_.size() == kKept) pending_.pop_front();  // never taken
-  pending_.push_back({step, step_first_});
+  if (scales_) {
+    if (updated.device == nullptr) throw Error("internal: a loss-scaled step without its update");
+    scales_->record(0, steps_, updated);
+  }
+  pending_.push_back({step, step_first_, steps_++});
 }
 
 float StepLosses::current() const {
@@ -33,6 +44,12 @@ std::vector<StepLoss> StepLosses::take(std::size_t leave) {
     pending_.pop_front();
     taken.push_back(
         {p.step, sum(p.first_run, p.first_run + static_cast<std::uint64_t>(runs_per_step_))});
+    if (scales_) {
+      // scale, good steps, skipped steps; the update wrote them after the
+      // step's runs, so this waits for no later work than the losses did.
+      const std::vector<float> state = scales_->read(0, p.index);
+      taken_scale_ = LossScaleState{p.step, state.front(), state.back()};
+    }
   }
   return taken;
 }
@@ -40,6 +57,7 @@ std::vector<StepLoss> StepLosses::take(std::size_t leave) {
 void StepLosses::reset() {
   step_first_ = runs_;
   pending_.clear();
+  taken_scale_.reset();
 }
 
 float StepLosses::sum(std::uint64_t first, std::uint64_t end) const {

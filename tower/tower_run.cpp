@@ -231,6 +231,16 @@ void TowerRun::build_losses() {
     lanes.push_back(t.lane);
   }
   losses_ = std::make_unique<StepLosses>(losses, lanes, accumulate_);
+  if (update_ && calls_->loss_scaling) {
+    if (const auto state = update_->loss_scale_state()) {
+      losses_->watch_loss_scale(state->range, state->lane);
+    }
+  }
+}
+
+const std::optional<LossScaleState>& TowerRun::taken_loss_scale() const {
+  static const std::optional<LossScaleState> none;
+  return losses_ ? losses_->taken_loss_scale() : none;
 }
 
 void TowerRun::check_calls() const {

@@ -96,6 +96,12 @@ class TowerRun {
   ///   for (const auto& [step, loss] : run.take_losses(2)) log(step, loss);
   std::vector<StepLoss> take_losses(std::size_t leave = 0);
   static constexpr std::size_t kKeptSteps = StepLosses::kKept;
+  /// Under loss scaling, the scale and the skipped steps after the newest
+  /// step take_losses() returned: copied after each step's update and read
+  /// with the losses, so a log of them stalls nothing. None before the
+  /// first, after a restore, or where they cannot be copied in one piece
+  /// (then read the "loss_scale/..." variables).
+  const std::optional<LossScaleState>& taken_loss_scale() const;
   /// True when the last train_step completed a global step (always, without
   /// accumulation; on the k-th micro-batch with it).
   bool step_completed() const { return step_completed_; }

@@ -65,7 +65,8 @@ std::chrono::steady_clock::time_point WeightUpdate::apply(const GradientExchange
     const std::span<const Ticket> arrived = broadcast_->start({summed.sums.data(), 1});
     for (std::size_t i = 0; i < towers.size(); ++i) {
       // Tower i's next step runs after its update on its own queue.
-      tower_updates_[i]->run(arrived.subspan(i, 1));
+      const Ticket updated = tower_updates_[i]->run(arrived.subspan(i, 1));
+      if (i == 0) scale_updated_ = updated;
     }
     return std::chrono::steady_clock::now();
   }
@@ -75,6 +76,7 @@ std::chrono::steady_clock::time_point WeightUpdate::apply(const GradientExchange
   if (summed.sums.front().device != nullptr) ready.push_back(summed.sums.front());
   copy_state(towers, ready);
   const Ticket applied = master_executor_->run(ready);
+  scale_updated_ = applied;
   const auto updated = std::chrono::steady_clock::now();
   // A model with state variables (batch norm's moving averages) has its
   // towers' state updates queued behind their gradients: the new weights
@@ -86,6 +88,26 @@ std::chrono::steady_clock::time_point WeightUpdate::apply(const GradientExchange
     towers[i].graph->set_global_step(master_->global_step());
   }
   return updated;
+}
+
+std::optional<WeightUpdate::ScaleState> WeightUpdate::loss_scale_state() const {
+  Executor* update = master_executor_         ? master_executor_.get()
+                     : tower_updates_.empty() ? nullptr
+                                              : tower_updates_.front().get();
+  if (update == nullptr) return std::nullopt;
+  const Graph& graph = update->graph();
+  const std::optional<Tensor> scale = graph.find_variable("loss_scale/scale");
+  const std::optional<Tensor> skipped = graph.find_variable("loss_scale/skipped_steps");
+  if (!scale || !skipped) return std::nullopt;
+  const BufferRange first = update->range(*scale), last = update->range(*skipped);
+  // The variables are laid out in the order made (scale, good steps, skipped),
+  // each aligned: one copy takes the three.
+  if (first.buffer != last.buffer || last.offset <= first.offset ||
+      last.offset - first.offset > 64) {
+    return std::nullopt;
+  }
+  return ScaleState{BufferRange(*first.buffer, first.offset, last.offset + 4 - first.offset),
+                    scale_lane_};
 }
 
 std::vector<Graph*> WeightUpdate::share_graphs() const {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,19 @@ class WeightUpdate {
   std::chrono::steady_clock::time_point apply(const GradientExchange::Summed& summed,
                                               std::span<const Ticket> towers_done, Towers& towers);
 
+  /// Where the loss scaler's state ("loss_scale/scale", ".../good_steps",
+  /// ".../skipped_steps", in a row) is updated: the master's, or tower 0's
+  /// (Mirrored), and the compute queue of that update. None without loss
+  /// scaling, or where the three do not lie in a row.
+  struct ScaleState {
+    BufferRange range;
+    std::uint32_t lane = 0;
+  };
+  std::optional<ScaleState> loss_scale_state() const;
+  /// The last apply()'s update of the loss scaler's state (where
+  /// loss_scale_state() says), else none.
+  const Ticket& scale_updated() const { return scale_updated_; }
+
   /// The master graph (SharedLocalParameterServer), else null.
   Graph* master() const { return master_.get(); }
   /// RoundRobin's shares' graphs, in share order; else none.
@@ -145,6 +159,8 @@ class WeightUpdate {
   std::vector<std::unique_ptr<CrossDeviceCopy>> state_in_;
   std::vector<GradientDestination> destinations_;
   std::vector<SparseRows> sparse_rows_;
+  Ticket scale_updated_;
+  std::uint32_t scale_lane_ = 0;  // the queue of loss_scale_state()'s update
 };
 
 }  // namespace vkt

@@ -4,9 +4,12 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -38,6 +41,17 @@ struct Batches : vkt::test::MlpBatches {
       xs.at(static_cast<std::size_t>(poisoned)).at("x").f32[kBatch * kIn - 1] =
           std::numeric_limits<float>::quiet_NaN();
     }
+  }
+  /// Every batch's rows in one table, features and "y", for a Dataset.
+  HostBatch columns() const {
+    HostBatch all = xs[0];
+    vkt::HostTensor labels = ys[0].at("y");
+    for (std::size_t s = 1; s < xs.size(); ++s) {
+      all.at("x").append_rows(xs[s].at("x"));
+      labels.append_rows(ys[s].at("y"));
+    }
+    all["y"] = labels;
+    return all;
   }
 };
 
@@ -206,13 +220,7 @@ TEST_CASE(
              Contains("global step 6") && Contains("3 steps in a row") && Contains("--precision"));
 
   // The Estimator goes on past step 3's NaN: that step was skipped.
-  Batches data(5, 2);
-  HostBatch columns = data.xs[0], labels = data.ys[0];
-  for (int s = 1; s < 5; ++s) {
-    columns.at("x").append_rows(data.xs[s].at("x"));
-    labels.at("y").append_rows(data.ys[s].at("y"));
-  }
-  columns["y"] = labels.at("y");
+  const HostBatch columns = Batches(5, 2).columns();
   vkt::test::TempDir dir;
   vkt::Estimator estimator(
       vkt::replicate_model_fn(vkt::test::adam_mlp,
@@ -240,4 +248,76 @@ TEST_CASE(
   CHECK(rows.contains("5,train,loss_scale,32768"));
   CHECK(rows.contains("5,train,skipped_steps,1"));
   for (const float w : estimator.variable_value("hidden/kernel").f32) CHECK(std::isfinite(w));
+}
+
+TEST_CASE("the loss scale reaches metrics.csv with the losses, with no host wait of its own") {
+  // Step 5 (batch 4) is skipped; the scale doubles after every 3 good steps.
+  // Each row is the scale and the skips after its step.
+  const std::map<int, std::pair<float, float>> after = {
+      {1, {65536, 0}}, {2, {65536, 0}}, {3, {131072, 0}}, {4, {131072, 0}},
+      {5, {65536, 1}}, {6, {65536, 1}}, {7, {65536, 1}},  {8, {131072, 1}}};
+  const HostBatch columns = Batches(8, 4).columns();
+  const auto mode = GENERATE(VariableMode::SharedLocalParameterServer, VariableMode::Mirrored);
+  INFO("variable mode " << static_cast<int>(mode));
+  // The Devices' host waits in training 8 steps, logging every `log_every`
+  // steps (0: never), and metrics.csv's loss_scale and skipped_steps rows.
+  const auto train = [&](std::uint64_t log_every, std::map<int, std::pair<float, float>>* rows) {
+    const auto waits = [] {
+      std::uint64_t n = 0;
+      for (const vkt::Device* d : vkt::test::tower_devices().devices()) n += d->host_waits();
+      return n;
+    };
+    vkt::test::TempDir dir;
+    vkt::Estimator estimator(
+        vkt::replicate_model_fn(vkt::test::adam_mlp, {.devices = {0, 0},
+                                                      .variable_mode = mode,
+                                                      .loss_scaling = LossScaling::Dynamic,
+                                                      .loss_scale = {.growth_interval = 3}}),
+        {.model_dir = dir.path.string(),
+         .log_step_count_steps = log_every,
+         .save_summary_steps = 0,
+         .progress = false,
+         .plot_loss = false,
+         .device_pool = &vkt::test::tower_devices()});
+    const std::uint64_t before = waits();
+    estimator.train(vkt::dataset_input(vkt::Dataset(columns), {.batch_size = kBatch}),
+                    {.steps = 8});
+    const std::uint64_t used = waits() - before;
+    std::ifstream metrics(dir.path / "metrics.csv");
+    for (std::string line; rows && std::getline(metrics, line);) {
+      char name[32] = {};
+      int step = 0;
+      float value = 0;
+      if (std::sscanf(line.c_str(), "%d,train,%31[a-z_],%f", &step, name, &value) != 3) continue;
+      if (std::string(name) == "loss_scale") (*rows)[step].first = value;
+      if (std::string(name) == "skipped_steps") (*rows)[step].second = value;
+    }
+    return used;
+  };
+  // TowerRun reads the state with each step's loss, two steps late here.
+  const Batches data(8, 4);
+  Training run(2, mode, LossScaling::Dynamic, 3);
+  CHECK_FALSE(run.spec.run->taken_loss_scale().has_value());
+  for (int s = 0; s < 8; ++s) {
+    run.steps(data, s, s + 1);
+    for (const vkt::StepLoss& l : run.spec.run->take_losses(2)) {
+      const std::optional<vkt::LossScaleState>& state = run.spec.run->taken_loss_scale();
+      REQUIRE(state.has_value());
+      CHECK(state->step == l.step);
+      CHECK(std::pair(state->scale, state->skipped_steps) == after.at(static_cast<int>(l.step)));
+    }
+  }
+  CHECK(run.spec.run->taken_loss_scale()->step == 6);
+
+  train(0, nullptr);  // the kernels built, for both runs alike
+  std::map<int, std::pair<float, float>> rows;
+  const std::uint64_t logged = train(1, &rows), silent = train(0, nullptr);
+  CHECK(logged == silent);
+  REQUIRE(rows.size() >= 5);
+  CHECK(rows.contains(8));
+  for (const auto& [step, row] : rows) {
+    INFO("step " << step);
+    REQUIRE(after.contains(step));
+    CHECK(row == after.at(step));
+  }
 }
