@@ -45,8 +45,8 @@ std::vector<StepLoss> StepLosses::take(std::size_t leave) {
     taken.push_back(
         {p.step, sum(p.first_run, p.first_run + static_cast<std::uint64_t>(runs_per_step_))});
     if (scales_) {
-      // scale, good steps, skipped steps; the update wrote them after the
-      // step's runs, so this waits for no later work than the losses did.
+      // Scale, good steps, skipped steps, as the step's update left them.
+      // Taken two steps late, the pacing has waited for that update already.
       const std::vector<float> state = scales_->read(0, p.index);
       taken_scale_ = LossScaleState{p.step, state.front(), state.back()};
     }
