@@ -299,7 +299,7 @@ void TowerRun::build_training(const Instance& root, const std::vector<std::uint3
 
 TowerRun::~TowerRun() {
   // The towers' threads call into the exchange; the rest goes in reverse
-  // order of declaration (the exchange, the update, the losses, the towers).
+  // order of declaration (the losses, the exchange, the update, the towers).
   if (towers_) towers_->stop_threads();
 }
 

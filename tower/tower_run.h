@@ -286,13 +286,16 @@ class TowerRun {
   bool step_completed_ = false;
   std::unique_ptr<OptimizerCalls> calls_;
   std::unique_ptr<Towers> towers_;
-  // Training: every run's and completed step's losses; the one host wait a step.
-  std::unique_ptr<StepLosses> losses_;
   StepPacing pacing_;
   // Training with an exchange (several towers or processes, or accumulation);
-  // the exchange last, so destroyed first: it sums into the update's buffers.
+  // the exchange after the update, so destroyed before it: it sums into the
+  // update's buffers.
   std::unique_ptr<WeightUpdate> update_;
   std::unique_ptr<GradientExchange> exchange_;
+  // Training: every run's and completed step's losses; the one host wait a
+  // step. Last, so destroyed first: its copies read the towers' losses and
+  // the update's loss-scale state, and wait for their work as they go.
+  std::unique_ptr<StepLosses> losses_;
   std::vector<const Device*> devices_;
   std::vector<int> positions_;  // each tower's position in the device list as given
   // ShardSplit::Measured: the weights in use, saved in every checkpoint; or,

@@ -321,3 +321,14 @@ TEST_CASE("the loss scale reaches metrics.csv with the losses, with no host wait
     CHECK(row == after.at(step));
   }
 }
+
+TEST_CASE("a loss-scaled run is destroyed right after a step, its scale's copy still on its way") {
+  const Batches data(1);
+  for (const auto mode : {VariableMode::SharedLocalParameterServer, VariableMode::Mirrored}) {
+    INFO("variable mode " << static_cast<int>(mode));
+    for (int k = 0; k < 3; ++k) {
+      Training run(2, mode, LossScaling::Dynamic);
+      run.steps(data, 0, 1);  // then gone, nothing read: the copy must not outlive the scale
+    }
+  }
+}
