@@ -105,8 +105,9 @@ void TowerRun::train(const HostBatch& features, const HostBatch& labels,
     micro_ = last ? 0 : micro_ + 1;
     exchange_and_apply(done, micro, last, towers_done);
   }
-  if (step_completed_)
+  if (step_completed_) {
     losses_->step_done(global_step(), update_ ? update_->scale_updated() : Ticket{});
+  }
   pacing_.submitted(devices_);
   times_.step = ms(start, Clock::now());
 }
