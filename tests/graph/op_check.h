@@ -24,6 +24,21 @@ namespace vkt::test {
 
 using Values = std::vector<double>;
 
+/// Rows of a [rows, dim] table by id, zeros for ids out of range: what
+/// embedding_lookup gathers, in the table's own type.
+template <typename T>
+std::vector<T> gather_rows(const std::vector<T>& table, std::int64_t dim,
+                           const std::vector<std::int32_t>& ids) {
+  const auto rows = static_cast<std::int64_t>(table.size()) / dim;
+  std::vector<T> out;
+  for (const std::int32_t id : ids) {
+    for (std::int64_t c = 0; c < dim; ++c) {
+      out.push_back(id >= 0 && id < rows ? table[static_cast<std::size_t>(id * dim + c)] : T{0});
+    }
+  }
+  return out;
+}
+
 /// The sizes of a product [m, k] x [k, n].
 struct MatmulDims {
   std::int64_t m, k, n;

@@ -14,22 +14,11 @@
 using Catch::Matchers::Contains;
 using vkt::Shape;
 using vkt::Tensor;
+using vkt::test::gather_rows;
 using vkt::test::OpSpec;
 using vkt::test::Values;
 
 namespace {
-
-/// Rows of a [rows, dim] table by id, zeros for ids out of range.
-Values gather(const Values& table, std::int64_t rows, std::int64_t dim,
-              const std::vector<std::int32_t>& ids) {
-  Values out;
-  for (std::int32_t id : ids) {
-    for (std::int64_t c = 0; c < dim; ++c) {
-      out.push_back(id >= 0 && id < rows ? table[static_cast<std::size_t>(id * dim + c)] : 0.0);
-    }
-  }
-  return out;
-}
 
 /// The dense [rows, dim] sum of value rows at their indices.
 Values scatter(const Values& values, std::int64_t rows, std::int64_t dim,
@@ -65,7 +54,7 @@ TEST_CASE("embedding_lookup gathers rows by id, zeros for ids out of range") {
               CHECK(y.shape() == Shape(out_dims));
               return y;
             },
-        .reference = [&](const std::vector<Values>& in) { return gather(in[0], rows, dim, ids); },
+        .reference = [&](const std::vector<Values>& in) { return gather_rows(in[0], dim, ids); },
     };
     const vkt::test::OpResult r = vkt::test::check_op(spec, 13);
     // Row -1, 13 and 100 read as zeros, whatever lies around params in memory.
@@ -94,9 +83,7 @@ TEST_CASE("the gradient of an embedding variable is sparse rows: dy and the ids"
   exec.run();
   CHECK(exec.read(grads[0].values) == w);  // d sum(w * lookup) / d lookup
   CHECK(exec.read_i32(grads[0].indices) == ids);
-  const std::vector<float> table_values = g.values(table);
-  const Values want_rows = gather(Values(table_values.begin(), table_values.end()), rows, dim, ids);
-  CHECK(exec.read(lookup) == std::vector<float>(want_rows.begin(), want_rows.end()));
+  CHECK(exec.read(lookup) == gather_rows(g.values(table), dim, ids));
   // Row 4 is looked up three times: its gradient is the sum of three rows of w.
   const Values want = scatter(Values(w.begin(), w.end()), rows, dim, ids);
   const std::vector<float> got = exec.read(dense);
@@ -178,7 +165,7 @@ TEST_CASE(
 
     const auto reference = [&](const Values& t) {
       double l = 0;
-      const Values a = gather(t, rows, dim, ids1), b = gather(t, rows, dim, ids2);
+      const Values a = gather_rows(t, dim, ids1), b = gather_rows(t, dim, ids2);
       for (std::size_t i = 0; i < a.size(); ++i) l += w1[i] * a[i];
       for (std::size_t i = 0; i < b.size(); ++i) l += w2[i] * b[i];
       if (c.dense_use) {

@@ -11,27 +11,16 @@
 
 #include "../shared_device.h"
 #include "../test_support.h"
+#include "op_check.h"
 
 using vkt::DType;
 using vkt::Shape;
 using vkt::Tensor;
 using vkt::test::float_bits;
+using vkt::test::gather_rows;
 using vkt::test::rounded_to_half;
 
 namespace {
-
-/// Rows of a [rows, dim] table by id, zeros for ids out of range.
-std::vector<float> gather(const std::vector<float>& table, std::int64_t dim,
-                          const std::vector<std::int32_t>& ids) {
-  const auto rows = static_cast<std::int64_t>(table.size()) / dim;
-  std::vector<float> out;
-  for (const std::int32_t id : ids) {
-    for (std::int64_t c = 0; c < dim; ++c) {
-      out.push_back(id >= 0 && id < rows ? table[static_cast<std::size_t>(id * dim + c)] : 0.0f);
-    }
-  }
-  return out;
-}
 
 /// Values that are no half values, with the half formats' edges among them:
 /// f16 subnormals and overflow, bf16 ties, an infinity and a NaN.
@@ -71,7 +60,7 @@ TEST_CASE("a half table gives its rows widened: the bits of an f32 table of the 
     CHECK(casts == 1);  // made by layer_weight, consumed by nothing
     vkt::Executor exec(g, {direct, through_cast, reference});
     exec.run();
-    const std::vector<float> want = gather(rounded_to_half(values, dtype), kDim, kIds);
+    const std::vector<float> want = gather_rows(rounded_to_half(values, dtype), kDim, kIds);
     CHECK(float_bits(exec.read(reference)) == float_bits(want));
     CHECK(float_bits(exec.read(direct)) == float_bits(want));
     CHECK(float_bits(exec.read(through_cast)) == float_bits(want));
@@ -94,7 +83,7 @@ TEST_CASE("the gradient through an op's half table reaches the f32 weight it was
   vkt::Executor exec(g, {lookup, grads[0].dense});
   exec.run();
   CHECK(float_bits(exec.read(lookup)) ==
-        float_bits(gather(rounded_to_half(g.values(w), DType::BF16), kDim, ids)));
+        float_bits(gather_rows(rounded_to_half(g.values(w), DType::BF16), kDim, ids)));
   std::vector<float> want(kRows * kDim, 0.0f);
   for (std::size_t j = 0; j < ids.size(); ++j) {
     for (std::int64_t col = 0; col < kDim; ++col) {
@@ -123,6 +112,6 @@ TEST_CASE("a half table larger than a binding is gathered in windows of rows") {
     vkt::Executor exec(g, {lookup});
     exec.run();
     CHECK(float_bits(exec.read(lookup)) ==
-          float_bits(gather(rounded_to_half(values, dtype), dim, ids)));
+          float_bits(gather_rows(rounded_to_half(values, dtype), dim, ids)));
   }
 }
