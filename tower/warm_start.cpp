@@ -28,27 +28,6 @@ std::regex compile(const std::string& pattern) {
   }
 }
 
-/// The checkpoint file: the path itself, or a model directory's newest.
-std::string checkpoint_file(const std::string& from) {
-  std::error_code ec;
-  if (fs::is_directory(from, ec)) {
-    const std::optional<std::string> latest = CheckpointManager(from, 1).latest();
-    if (!latest) {
-      throw Error(fmt::format(
-          "warm start: model directory '{}' has no checkpoint (no 'checkpoint' index); give a "
-          "directory a run has saved to, or a .safetensors file",
-          from));
-    }
-    return *latest;
-  }
-  if (!fs::exists(from, ec)) {
-    throw Error(fmt::format(
-        "warm start: '{}' does not exist; give a .safetensors checkpoint or a model directory",
-        from));
-  }
-  return from;
-}
-
 std::size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<std::size_t> row(b.size() + 1);
   for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
@@ -87,10 +66,30 @@ void check_warm_start_settings(const WarmStartSettings& settings) {
   (void)compile(settings.vars_to_warm_start);
 }
 
+std::string warm_start_file(const std::string& from) {
+  std::error_code ec;
+  if (fs::is_directory(from, ec)) {
+    const std::optional<std::string> latest = CheckpointManager(from, 1).latest();
+    if (!latest) {
+      throw Error(fmt::format(
+          "warm start: model directory '{}' has no checkpoint (no 'checkpoint' index); give a "
+          "directory a run has saved to, or a .safetensors file",
+          from));
+    }
+    return *latest;
+  }
+  if (!fs::exists(from, ec)) {
+    throw Error(fmt::format(
+        "warm start: '{}' does not exist; give a .safetensors checkpoint or a model directory",
+        from));
+  }
+  return from;
+}
+
 void warm_start(TowerRun& run, const WarmStartSettings& settings) {
   check_warm_start_settings(settings);
   const std::regex pattern = compile(settings.vars_to_warm_start);
-  const std::string file = checkpoint_file(settings.ckpt_to_initialize_from);
+  const std::string file = warm_start_file(settings.ckpt_to_initialize_from);
   const std::map<std::string, HostTensor> saved = read_safetensors(file);
 
   // Tower 0's graph holds every variable of the model in every variable mode.

@@ -34,6 +34,10 @@ struct WarmStartSettings {
   std::map<std::string, std::string> var_name_to_prev_var_name{};
 };
 
+/// The checkpoint file warm start reads for `from`: the path itself, or a
+/// model directory's newest checkpoint; vkt::Error when neither exists.
+std::string warm_start_file(const std::string& from);
+
 /// Assigns `run` the variables `settings` picks, read from its checkpoint.
 /// Every check comes first (a missing file or tensor, with the names closest
 /// to it; a shape or dtype mismatch; a regular expression that is invalid or

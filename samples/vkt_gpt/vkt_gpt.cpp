@@ -117,15 +117,14 @@ void check_checkpoint_fits(const vkt::Estimator& estimator, const std::string& w
   std::optional<std::string> latest = estimator.latest_checkpoint();
   std::string flag = "--model-dir";
   if (!latest && !warm_start.empty()) {
-    latest = std::filesystem::is_directory(warm_start)
-                 ? vkt::CheckpointManager(warm_start, 1).latest()
-                 : std::optional<std::string>(warm_start);
-    flag = "--warm-start";
-    if (!latest) {
-      throw vkt::Error(fmt::format(
-          "--warm-start '{}' holds no checkpoint; give the --model-dir of an earlier vkt-gpt run",
-          warm_start));
+    try {
+      latest = vkt::warm_start_file(warm_start);  // the file the warm start will read
+    } catch (const vkt::Error& e) {  // in the sample's words: the flag, not the setting
+      std::string what = e.what();
+      if (what.starts_with("warm start: ")) what.erase(0, 12);
+      throw vkt::Error("--warm-start: " + what);
     }
+    flag = "--warm-start";
   }
   if (!latest) return;
   const std::map<std::string, vkt::HostTensor> saved = vkt::read_checkpoint(*latest);
