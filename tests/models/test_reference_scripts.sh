@@ -43,6 +43,9 @@ if [[ -z "$python" ]]; then
   exit 77
 fi
 
+# Importing the two programs as modules must not leave __pycache__ folders in the source tree.
+export PYTHONDONTWRITEBYTECODE=1
+
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 passed=0
