@@ -88,6 +88,9 @@ TimedTowers build_towers(vkt::Instance& instance, int n, const Flags& f) {
 /// this process (lavapipe's threads included; PyTorch's side counts its own).
 struct Rate {
   double tokens_per_s = 0, tokens_per_cpu_s = 0;
+  /// The precision the rate was measured at (PyTorch's CPU reference runs fp32
+  /// for --precision fp16: its CPU autocast has no fp16).
+  std::string precision;
 };
 
 /// `f.steps` steps as a training loop runs them: queued behind each other,
@@ -156,7 +159,7 @@ std::optional<Rate> pytorch_rate(const Flags& f, bool print_facts) {
     }
   }
   return Rate{std::stod(torch->at("pytorch_tokens_per_s")),
-              std::stod(torch->at("pytorch_tokens_per_cpu_s"))};
+              std::stod(torch->at("pytorch_tokens_per_cpu_s")), torch->at("torch_precision")};
 }
 
 /// Interleaved rounds: each round times every tower count, then PyTorch.
@@ -196,6 +199,7 @@ void compare_rates(vkt::Instance& instance, const Flags& f) {
         theirs_best.tokens_per_s = std::max(theirs_best.tokens_per_s, theirs->tokens_per_s);
         theirs_best.tokens_per_cpu_s =
             std::max(theirs_best.tokens_per_cpu_s, theirs->tokens_per_cpu_s);
+        theirs_best.precision = theirs->precision;
         line += fmt::format(" pytorch {:.0f} tokens/s ({:.0f} per CPU s); ratio {:.3f}",
                             theirs->tokens_per_s, theirs->tokens_per_cpu_s, round_ratios.back());
       }
@@ -212,6 +216,9 @@ void compare_rates(vkt::Instance& instance, const Flags& f) {
   fmt::print("pytorch_tokens_per_s={:.1f}\n", theirs_best.tokens_per_s);
   fmt::print("gpt_vs_pytorch_ratio={:.3f}\n", median(round_ratios));
   fmt::print("gpt_vs_pytorch_{}_ratio={:.3f}\n", f.torch_device, median(round_ratios));
+  // Both precisions in the name: PyTorch's CPU reference for fp16 is fp32.
+  fmt::print("gpt_{}_vs_pytorch_{}_ratio={:.3f}\n", f.precision, theirs_best.precision,
+             median(round_ratios));
   fmt::print("gpt_vs_pytorch_best_rounds_ratio={:.3f}\n",
              ours.tokens_per_s / theirs_best.tokens_per_s);
   fmt::print("gpt_vs_pytorch_per_cpu_second_ratio={:.3f}\n",

@@ -8,6 +8,7 @@ sequences, pytorch_tokens_per_s tokens, pytorch_tokens_per_cpu_s tokens per
 CPU second of this process."""
 
 import argparse
+import contextlib
 import os
 import sys
 
@@ -15,6 +16,18 @@ from torch_blas import print_run_facts, timed_steps
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "samples", "vkt_gpt"))
+
+
+def autocast_dtype(torch, precision, device):
+    """The dtype the step autocasts to (None: no autocast, plain fp32) and the
+    precision the reference actually runs. fp32 never enters autocast: torch
+    1.13's CPU autocast rejects any dtype but bf16, even when disabled. fp16 on
+    the CPU has no autocast at all, so its reference is fp32, named as such."""
+    if precision == "bf16":
+        return torch.bfloat16, "bf16"
+    if precision == "fp16" and device != "cpu":
+        return torch.float16, "fp16"
+    return None, "fp32"
 
 
 def main():
@@ -53,14 +66,16 @@ def main():
     tokens = torch.randint(0, args.vocab, (args.batch, args.context), device=device)
     nxt = torch.randint(0, args.vocab, (args.batch, args.context), device=device)
 
-    half = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(args.precision)
-    # fp16 on the CPU: autocast there knows bf16 only, so fp16 runs as bf16.
-    if half == torch.float16 and args.device == "cpu":
-        half = torch.bfloat16
+    half, reference = autocast_dtype(torch, args.precision, args.device)
+    if reference != args.precision:
+        print(f"pytorch_gpt.py: PyTorch's CPU autocast has no fp16 (bf16 only), so the "
+              f"reference runs {reference}", file=sys.stderr)
     scaler = torch.cuda.amp.GradScaler(enabled=half == torch.float16)
+    autocast = (lambda: torch.autocast(args.device, dtype=half)) if half is not None \
+        else contextlib.nullcontext
 
     def step():
-        with torch.autocast(args.device, dtype=half or torch.float32, enabled=half is not None):
+        with autocast():
             logits = model(tokens)
             loss = torch.nn.functional.cross_entropy(logits.reshape(-1, args.vocab).float(),
                                                      nxt.reshape(-1))
@@ -77,7 +92,7 @@ def main():
 
     seconds, cpu_seconds = timed_steps(torch, args.device, step, args.warmup, args.steps)
     print_run_facts(torch, args.device)
-    print(f"torch_precision={args.precision}")
+    print(f"torch_precision={reference}")
     print(f"pytorch_examples_per_s={args.batch * args.steps / seconds:.2f}")
     print(f"pytorch_tokens_per_s={args.batch * args.context * args.steps / seconds:.1f}")
     print(f"pytorch_tokens_per_cpu_s={args.batch * args.context * args.steps / cpu_seconds:.1f}")

@@ -24,8 +24,9 @@ packages=(
   fortunes
 )
 
-# python3-torch, opt-in (VKT_DEPS_TORCH=1): PyTorch for the [torch] reference test
-# and vkt-bench-cnn's PyTorch line, both skipped without it. Not by default: 170
+# python3-torch, with VKT_DEPS_TORCH=1 (scripts/test.sh sets it: a test
+# dependency): PyTorch for the [torch] reference tests, vkt-gpt's replica parity
+# and the benches' PyTorch lines, all skipped without it. Not for the demo: 170
 # packages, ~150 MB to download and ~635 MB installed; 2.5 minutes on a 2-core
 # machine that already had two thirds of them in its apt cache. A failure only warns.
 optional_torch() {
@@ -34,9 +35,11 @@ optional_torch() {
     return 0
   local sudo=()
   [[ $(id -u) -eq 0 ]] || sudo=(sudo)
-  echo "deps: installing python3-torch (optional)"
+  echo "deps: installing python3-torch (a test dependency)"
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update >/dev/null ||
+    echo "deps: apt-get update failed; trying the install with the lists there are" >&2
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-    python3-torch || echo "deps: python3-torch was not installed; the [torch] test will skip" >&2
+    python3-torch || echo "deps: python3-torch was not installed; the [torch] tests will skip" >&2
 }
 
 missing=()

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test suite: installs what is missing, builds (Release; VKT_BUILD_TYPE
+# The test suite: installs what is missing (python3-torch included), builds (Release; VKT_BUILD_TYPE
 # overrides), and runs every test through ctest with the Khronos validation
 # layer on (VKT_VALIDATION=1): the tower and estimator tests and each sample's
 # smoke test twice, the second time with VKT_FORCE_STAGING=1 (label staging: the staged transfers a
@@ -9,7 +9,10 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-bash scripts/deps.sh
+# python3-torch is a test dependency, as catch2 is: the float64 parity tests,
+# vkt-gpt's replica parity and every [torch] test compare against it, and
+# skip without it. VKT_DEPS_TORCH=0 leaves it out (about 635 MB).
+VKT_DEPS_TORCH="${VKT_DEPS_TORCH:-1}" bash scripts/deps.sh
 bash scripts/build.sh "${VKT_BUILD_TYPE:-Release}"
 build_dir="${VKT_BUILD_DIR:-build}"
 
