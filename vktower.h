@@ -50,6 +50,12 @@
 #include "runtime/io/host_tensor.h"
 #include "runtime/io/npy.h"
 
+// Hugging Face model folders: tokenizers.
+#include "models/bpe_tokenizer.h"
+#include "models/byte_level.h"
+#include "models/sentencepiece_tokenizer.h"
+#include "models/tokenizer.h"
+
 // Optimizers.
 #include "optimizers/adagrad.h"
 #include "optimizers/adam.h"

@@ -16,6 +16,22 @@ vkt_require_package(fmt libfmt-dev)
 vkt_require_package(spdlog libspdlog-dev)
 vkt_require_package(nlohmann_json nlohmann-json3-dev)
 vkt_require_package(ZLIB zlib1g-dev)
+# ICU's character classes: the letters, numbers and white space of GPT-2's
+# pre-tokenizer (models/byte_level.cpp).
+vkt_require_package(ICU libicu-dev COMPONENTS uc)
+
+# SentencePiece (models/sentencepiece_tokenizer.cpp; the tests also train with
+# it), found through its pkg-config module: Debian ships no CMake package for it.
+find_package(PkgConfig QUIET)
+if(PkgConfig_FOUND)
+  pkg_check_modules(VKT_SENTENCEPIECE QUIET IMPORTED_TARGET sentencepiece)
+endif()
+if(NOT VKT_SENTENCEPIECE_FOUND)
+  message(FATAL_ERROR
+    "vktower needs sentencepiece (found through pkg-config), which was not found.\n"
+    "Install it with: sudo apt-get install libsentencepiece-dev pkg-config\n"
+    "(or run scripts/deps.sh, which installs everything vktower needs)")
+endif()
 
 find_program(VKT_GLSLANG glslangValidator)
 if(NOT VKT_GLSLANG)

@@ -32,19 +32,22 @@ install(TARGETS vktower EXPORT vktowerTargets
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 # ---- headers ---------------------------------------------------------------
-# Every *.h of runtime/, tower/ and optimizers/ (globbed again at build time, so
+# Every *.h of runtime/, tower/, optimizers/ and models/ (globbed again at build time, so
 # a new header is installed without re-running cmake by hand), except
 # runtime/vulkan/detail/log.h, which includes spdlog, a private dependency, and
-# runtime/mpi/detail/, which includes <mpi.h> (MPI is private too).
+# runtime/mpi/detail/, which includes <mpi.h> (MPI is private too), and
+# models/detail/, which includes nlohmann_json (private).
 install(FILES "${PROJECT_SOURCE_DIR}/vktower.h"
         DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/vktower")
 file(GLOB_RECURSE _vkt_headers CONFIGURE_DEPENDS RELATIVE "${PROJECT_SOURCE_DIR}"
      "${PROJECT_SOURCE_DIR}/runtime/*.h"
      "${PROJECT_SOURCE_DIR}/tower/*.h"
-     "${PROJECT_SOURCE_DIR}/optimizers/*.h")
+     "${PROJECT_SOURCE_DIR}/optimizers/*.h"
+     "${PROJECT_SOURCE_DIR}/models/*.h")
 list(SORT _vkt_headers)
 foreach(_vkt_header IN LISTS _vkt_headers)
-  if(_vkt_header STREQUAL "runtime/vulkan/detail/log.h" OR _vkt_header MATCHES "^runtime/mpi/detail/")
+  if(_vkt_header STREQUAL "runtime/vulkan/detail/log.h" OR _vkt_header MATCHES "^runtime/mpi/detail/"
+     OR _vkt_header MATCHES "^models/detail/")
     continue()
   endif()
   get_filename_component(_vkt_header_dir "${_vkt_header}" DIRECTORY)
@@ -94,7 +97,7 @@ foreach(_vkt_dir LIBDIR INCLUDEDIR)
     set(VKT_PC_${_vkt_dir} "\${prefix}/${CMAKE_INSTALL_${_vkt_dir}}")
   endif()
 endforeach()
-set(VKT_PC_REQUIRES_PRIVATE "spdlog fmt zlib")
+set(VKT_PC_REQUIRES_PRIVATE "spdlog fmt zlib icu-uc sentencepiece")
 set(VKT_PC_LIBS_PRIVATE "")
 if(VKT_WITH_MPI)
   # Open MPI's own pkg-config module where there is one, else its libraries.

@@ -12,8 +12,12 @@ packages=(
   glslang-tools spirv-tools
   # libraries
   libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev zlib1g-dev libopenblas-dev
+  # tokenizers (models/): SentencePiece models, and ICU's Unicode classes for BPE
+  libsentencepiece-dev libicu-dev
   # tests and benchmarks
   catch2 libbenchmark-dev
+  # the SentencePiece test compares vktower's ids with Debian's Python binding
+  python3-sentencepiece
   # fuzzing (scripts/fuzz.sh): clang with libFuzzer and the sanitizer runtimes
   clang libclang-rt-14-dev
   # Open MPI: training across processes and hosts (CMake option VKT_WITH_MPI)

@@ -38,7 +38,10 @@ strip "$stage"/bin/*
 packages=(libvulkan1 libspdlog1.10 libfmt9 libopenblas0-pthread libgfortran5 libquadmath0
   zlib1g libopenmpi3 libhwloc15 libevent-core-2.1-7 libevent-pthreads-2.1-7 libpmix2
   libfabric1 libucx0 libnuma1 libpsm-infinipath1 libpsm2-2 libibverbs1 librdmacm1 libnl-3-200
-  libnl-route-3-200 libxnvctrl0 libudev1 libmunge2 vulkan-validationlayers)
+  libnl-route-3-200 libxnvctrl0 libudev1 libmunge2 vulkan-validationlayers
+  # the tokenizers (models/): SentencePiece, and ICU's character classes (its
+  # data library is most of the ~10 MiB these add to the tarball)
+  libsentencepiece0 libicu72)
 glvnd=(libglvnd0 libglx0 libgl1 libegl1 libgles2 libopengl0 libgldispatch0)
 apt_opts=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/vkt-apt-lists
   -oDir::Cache::Archives=/tmp/vkt-apt-archives -oDebug::NoLocking=1)
@@ -74,6 +77,8 @@ cp bench/*.py "$stage/bench/"
 mkdir -p "$stage/samples/vkt_gpt"
 cp samples/vkt_gpt/torch_replica.py "$stage/samples/vkt_gpt/"  # bench/pytorch_gpt.py imports it
 cp tests/torch_cnn_reference.py "$stage/tests/"
+mkdir -p "$stage/tests/models"
+cp tests/models/sentencepiece_reference.py "$stage/tests/models/"  # where python3-sentencepiece is
 cp scripts/gpu-report.sh "$stage/"
 git -C "$root" describe --always --dirty >"$stage/VERSION" 2>/dev/null || echo unknown >"$stage/VERSION"
 
