@@ -40,6 +40,14 @@ check "gpt fp32" torch_precision=fp32 pytorch_gpt.py "${gpt[@]}" --precision fp3
 check "gpt bf16" torch_precision=bf16 pytorch_gpt.py "${gpt[@]}" --precision bf16
 # The CPU has no fp16 autocast: the reference runs, and says, fp32.
 check "gpt fp16 on the CPU" torch_precision=fp32 pytorch_gpt.py "${gpt[@]}" --precision fp16
+finetune=(--vocab 11 --hidden 16 --layers 1 --heads 2 --kv-heads 1 --intermediate 24
+          --context 8 --batch 2 --lora-rank 2 --generate-tokens 4 --prompt-tokens 2)
+check "finetune fp32" torch_precision=fp32 pytorch_finetune.py "${finetune[@]}" --precision fp32
+check "finetune bf16" torch_precision=bf16 pytorch_finetune.py "${finetune[@]}" --precision bf16
+check "finetune fp16 on the CPU" torch_precision=fp32 pytorch_finetune.py "${finetune[@]}" \
+  --precision fp16
+# Generation alone: its rate lines are then the only ones the check can find.
+check "finetune generate" torch_precision=fp32 pytorch_finetune.py "${finetune[@]}" --skip-train
 check "mlp sgd" "" pytorch_mlp.py --batch 4 --widths 8,6,3 --optimizer sgd
 check "mlp adam" "" pytorch_mlp.py --batch 4 --widths 8,6,3 --optimizer adam
 check "cnn" "" pytorch_cnn.py --batch 4 --filters 2,2 --dense 4
