@@ -19,6 +19,7 @@
 #include "../shared_device.h"
 #include "../test_support.h"
 #include "fusion_check.h"
+#include "row_kernels_scope.h"
 
 using vkt::Initializer;
 using vkt::Reduction;
@@ -133,7 +134,8 @@ TEST_CASE("the fused sparse softmax cross-entropy against a double-precision ref
 }
 
 TEST_CASE("a loss of up to 16384 gradient elements fuses, past that it runs as two kernels") {
-  const auto saved = [](std::int64_t rows, std::int64_t classes) {
+  // (dispatches unfused, dispatches fused) of a sparse cross-entropy and its gradient.
+  const auto counts = [](std::int64_t rows, std::int64_t classes) {
     vkt::Graph g(vkt::test::shared_device());
     const Tensor x = g.variable("x", {rows, classes}, Initializer::uniform(-1.0f, 1.0f));
     const Tensor labels = g.input("labels", {rows}, vkt::DType::I32);
@@ -141,11 +143,32 @@ TEST_CASE("a loss of up to 16384 gradient elements fuses, past that it runs as t
     const Tensor dx = vkt::gradients(loss, {x})[0].dense;
     vkt::Executor plain(g, {loss, dx}, {.fuse = false});
     vkt::Executor fused(g, {loss, dx});
-    return plain.dispatch_count() - fused.dispatch_count();
+    return std::pair{plain.dispatch_count(), fused.dispatch_count()};
   };
-  CHECK(saved(128, 128) == 1);
-  CHECK(saved(129, 128) == 0);
-  CHECK(saved(200, 100) == 0);
+  const auto saved = [&](std::int64_t rows, std::int64_t classes) {
+    const auto [plain, fused] = counts(rows, classes);
+    return plain - fused;
+  };
+  std::size_t per_invocation = 0;  // unfused dispatches of the 129 x 128 loss
+  // Pinned to the CPU device's row kernels (an invocation per row): the loss
+  // and its gradient are one kernel up to the limit, two past it.
+  {
+    const vkt::test::RowKernelsScope rows("invocation");
+    CHECK(saved(128, 128) == 1);
+    CHECK(saved(129, 128) == 0);
+    CHECK(saved(200, 100) == 0);
+    per_invocation = counts(129, 128).first;
+  }
+  // A GPU's (a workgroup per row): past the limit the loss and its gradient
+  // run a workgroup per row (xent_rows.comp), more dispatches, and what
+  // fuses is the sum of the per-row losses, 129 or 200 values, with its gradient.
+  {
+    const vkt::test::RowKernelsScope rows("workgroup");
+    CHECK(saved(128, 128) == 1);
+    CHECK(saved(129, 128) == 1);
+    CHECK(saved(200, 100) == 1);
+    CHECK(counts(129, 128).first > per_invocation);
+  }
 }
 
 TEST_CASE("a loss's gradient moves next to its loss over the ops between them") {
