@@ -43,6 +43,7 @@ float unary_op(uint op, float v, float alpha) {
     case 16: return gelu_erf(v);
     case 17: return round_half(1u, v);
     case 18: return round_half(2u, v);
+    case 19: EXACT(v * sigmoid(v))
     default: return v;  // 15: identity
   }
 }

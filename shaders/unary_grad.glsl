@@ -56,6 +56,12 @@ float unary_derivative(uint op, float v, float out_v, float alpha) {
     case 16:
       d = 0.5 * (1.0 + erf_as(v * INV_SQRT_2)) + v * INV_SQRT_2PI * exp(-0.5 * v * v);
       break;
+    // silu: s + x s (1 - s) with s = sigmoid(x).
+    case 19: {
+      float s = sigmoid(v);
+      d = s * (1.0 + v * (1.0 - s));
+      break;
+    }
     default:
       d = 1.0;
       break;  // 15: identity

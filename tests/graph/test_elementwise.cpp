@@ -69,6 +69,10 @@ const std::vector<UnaryCase>& unary_cases() {
        [](const Tensor& x) { return vkt::softplus(x); },
        [](double x) { return std::log1p(std::exp(x)); },
        {-8, 8}},
+      {"silu",
+       [](const Tensor& x) { return vkt::silu(x); },
+       [](double x) { return x * sigmoid_ref(x); },
+       {-8, 8}},
   };
   return cases;
 }

@@ -69,6 +69,17 @@ Tensor sigmoid(const Tensor& x);
 Tensor tanh(const Tensor& x);
 /// log(1 + exp(x)), computed without overflow.
 Tensor softplus(const Tensor& x);
+/// SiLU (swish), x * sigmoid(x), as Llama's MLP applies it; its gradient is
+/// sigmoid(x) (1 + x (1 - sigmoid(x))).
+///
+///   vkt::Tensor h = vkt::silu(x);
+Tensor silu(const Tensor& x);
+/// silu(gate) * up, the gated unit of Llama's MLP (Shazeer's SwiGLU): gate and
+/// up the two projections of one input, of the same shape (no broadcasting).
+/// Two ops, silu and mul, so a fused elementwise chain records them as one.
+///
+///   vkt::Tensor h = vkt::swiglu(gate_proj(x), up_proj(x));  // then down_proj(h)
+Tensor swiglu(const Tensor& gate, const Tensor& up);
 /// -1, 0 or 1. No gradient.
 Tensor sign(const Tensor& x);
 /// A copy of x in its own memory.

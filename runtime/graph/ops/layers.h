@@ -101,6 +101,13 @@ Tensor flatten(const Tensor& x);
 ///   vkt::Tensor h = vkt::layers::layer_norm(x, 1e-5f, "ln1");
 Tensor layer_norm(const Tensor& x, float epsilon = 1e-5f, const std::string& name = "");
 
+/// vkt::rms_norm over the last dimension D with the variable "<name>/gamma"
+/// [D] (ones), Hugging Face's LlamaRMSNorm; the same name reuses it; unnamed:
+/// "rms_norm", "rms_norm_1", ...
+///
+///   vkt::Tensor h = vkt::layers::rms_norm(x, 1e-6f, "model.norm");
+Tensor rms_norm(const Tensor& x, float epsilon = 1e-6f, const std::string& name = "");
+
 /// What multi_head_attention does besides the heads.
 struct AttentionLayerOptions {
   bool causal = true;              ///< each position attends to itself and earlier ones

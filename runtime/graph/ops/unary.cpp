@@ -1,5 +1,5 @@
 // Unary elementwise ops (shaders/unary.comp) and their gradients
-// (shaders/unary_grad.comp).
+// (shaders/unary_grad.comp), and swiglu, composed of silu and mul.
 #include <fmt/format.h>
 
 #include "../../vulkan/error.h"
@@ -32,7 +32,8 @@ enum class UnaryKind : std::uint32_t {
   Identity,
   GeluErf,
   RoundF16,
-  RoundBF16
+  RoundBF16,
+  Silu
 };
 
 // The codes cast's chain steps use (elementwise_chain.h).
@@ -44,7 +45,7 @@ const char* name_of(UnaryKind k) {
   static const char* names[] = {"neg",      "abs",      "exp",       "log",        "sqrt",
                                 "square",   "pow",      "relu",      "leaky_relu", "elu",
                                 "gelu",     "sigmoid",  "tanh",      "softplus",   "sign",
-                                "identity", "gelu_erf", "round_f16", "round_bf16"};
+                                "identity", "gelu_erf", "round_f16", "round_bf16", "silu"};
   return names[static_cast<int>(k)];
 }
 
@@ -251,6 +252,17 @@ Tensor sign(const Tensor& x) {
 }
 Tensor identity(const Tensor& x) {
   return unary(UnaryKind::Identity, x);
+}
+Tensor silu(const Tensor& x) {
+  return unary(UnaryKind::Silu, x);
+}
+Tensor swiglu(const Tensor& gate, const Tensor& up) {
+  if (!gate.valid() || !up.valid()) throw Error("swiglu: an input tensor is empty");
+  if (gate.shape() != up.shape()) {
+    throw Error(fmt::format("swiglu(gate '{}' {}, up '{}' {}): gate and up must have one shape",
+                            gate.name(), gate.shape().str(), up.name(), up.shape().str()));
+  }
+  return mul(silu(gate), up);
 }
 Tensor operator-(const Tensor& a) {
   return neg(a);
