@@ -13,7 +13,11 @@ namespace {
 using nlohmann::json;
 
 std::string quoted(const std::filesystem::path& path) {
-  return "'" + path.string() + "'";
+  // Appended rather than "'" + path.string(): GCC 12 warns (-Wrestrict) on that falsely.
+  std::string out = "'";
+  out += path.string();
+  out += '\'';
+  return out;
 }
 
 /// The JSON type's name, for messages.

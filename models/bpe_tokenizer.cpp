@@ -118,7 +118,8 @@ std::vector<std::int32_t> BpeTokenizer::encode_text(std::string_view text) const
 void BpeTokenizer::encode_plain(std::string_view text, std::vector<std::int32_t>& out) const {
   if (text.empty()) return;
   if (add_prefix_space_ && text.front() != ' ') {
-    const std::string spaced = " " + std::string(text);
+    std::string spaced(1, ' ');  // not " " + std::string(text): GCC 12 warns (-Wrestrict) falsely
+    spaced += text;
     for (const std::string_view word : gpt2_pre_tokenize(spaced)) encode_word(word, out);
     return;
   }

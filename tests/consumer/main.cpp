@@ -25,6 +25,14 @@ int main() {
     // libraries at this link, which the package must provide.
     std::cout << "MPI " << (vkt::mpi_available() ? "built in" : "not built in") << "\n";
     if (vkt::launched_by_mpirun()) std::cout << "rank " << vkt::mpi_world().rank() << "\n";
+    // Links the tokenizers: a static libvktower needs sentencepiece and ICU at this link.
+    if (vkt::models::gpt2_pre_tokenize("naïve café").size() != 2) return 1;
+    try {
+      vkt::models::load_tokenizer("/no-such-model-folder");
+      return 1;
+    } catch (const vkt::Error&) {
+      std::cout << "tokenizers linked\n";
+    }
 
     vkt::Device device(instance, 0);
     vkt::Graph g(device);

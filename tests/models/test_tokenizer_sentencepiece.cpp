@@ -37,7 +37,7 @@ const std::filesystem::path& trained_model() {
         "--input=" + lines.string() + " --model_prefix=" + (dir.path / "fortunes").string() +
         " --vocab_size=1000 --model_type=bpe --byte_fallback=true"
         " --normalization_rule_name=identity --remove_extra_whitespaces=false"
-        " --input_sentence_size=20000 --shuffle_input_sentence=true --num_threads=2"
+        " --input_sentence_size=10000 --shuffle_input_sentence=true --num_threads=2"
         " --minloglevel=2");
     INFO(status.ToString());
     REQUIRE(status.ok());
