@@ -61,9 +61,10 @@ TEST_CASE("a Llama config.json is read with transformers defaults") {
   CHECK_FALSE(c.sliding_window);
   CHECK(c.json_text == llama_config());
 
-  const auto biased = parse_decoder_config(
-      "/m/config.json", llama_config(R"(, "attention_bias": true, "eos_token_id": [2, 7],
-        "head_dim": 128, "rope_theta": 500000.0, "tie_word_embeddings": true)"));
+  std::string listed_eos = llama_config(R"(, "attention_bias": true, "head_dim": 128,
+        "rope_theta": 500000.0, "tie_word_embeddings": true)");
+  listed_eos.replace(listed_eos.find("\"eos_token_id\": 2"), 17, R"("eos_token_id": [2, 7])");
+  const auto biased = parse_decoder_config("/m/config.json", listed_eos);
   CHECK((biased.q_bias && biased.k_bias && biased.v_bias && biased.o_bias));
   CHECK(biased.eos_token_ids == std::vector<std::int64_t>{2, 7});
   CHECK(biased.head_dim == 128);

@@ -25,12 +25,10 @@ namespace {
 
 // A safetensors file of `header` (JSON, unpadded) and `data`.
 std::vector<char> raw_file(const std::string& header, const std::string& data) {
-  std::vector<char> file(8);
   const std::uint64_t n = header.size();
-  std::memcpy(file.data(), &n, 8);
-  file.insert(file.end(), header.begin(), header.end());
-  file.insert(file.end(), data.begin(), data.end());
-  return file;
+  std::string file(reinterpret_cast<const char*>(&n), 8);
+  file += header + data;
+  return {file.begin(), file.end()};
 }
 
 std::vector<TensorToWrite> mixed_tensors() {
