@@ -18,6 +18,9 @@ packages=(
   catch2 libbenchmark-dev
   # the SentencePiece test compares vktower's ids with Debian's Python binding
   python3-sentencepiece
+  # scripts/make_tiny_model.py: the small Hugging Face checkpoints the model tests and
+  # vkt-finetune's smoke test train on
+  python3-numpy
   # fuzzing (scripts/fuzz.sh): clang with libFuzzer and the sanitizer runtimes
   clang libclang-rt-14-dev
   # Open MPI: training across processes and hosts (CMake option VKT_WITH_MPI)
