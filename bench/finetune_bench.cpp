@@ -33,6 +33,7 @@ struct Flags {
   int steps = 3, rounds = 3, torch_steps = 3;
   std::vector<int> towers{1, 2};
   std::string precision = "fp32";
+  std::string torch_device = "auto";  ///< auto: cpu on lavapipe, else cuda
   std::int64_t generate_tokens = 256;
   bool skip_torch = false, skip_generate = false;
 };
@@ -124,9 +125,10 @@ std::optional<std::map<std::string, std::string>> pytorch(const Flags& f, bool g
   }
   const std::string args = fmt::format(
       "--vocab {} --hidden {} --layers {} --heads {} --kv-heads {} --intermediate {} --context {} "
-      "--batch {} --lora-rank {} --lora-alpha {} --steps {} --threads 2 --precision {} {}",
+      "--batch {} --lora-rank {} --lora-alpha {} --steps {} --threads 2 --precision {} --device {} "
+      "{}",
       f.vocab, f.hidden, f.layers, f.heads, f.kv_heads, f.intermediate, f.context, f.batch,
-      f.lora_rank, 2 * f.lora_rank, f.torch_steps, f.precision,
+      f.lora_rank, 2 * f.lora_rank, f.torch_steps, f.precision, f.torch_device,
       generate ? fmt::format("--skip-train --generate-tokens {}", f.generate_tokens)
                : std::string("--skip-generate"));
   return vkt::bench::run_torch_script(
@@ -245,14 +247,19 @@ int main(int argc, char** argv) {
   app.add_option("--lora-rank", f.lora_rank)->capture_default_str();
   app.add_option("--steps", f.steps, "timed steps per round")->capture_default_str();
   app.add_option("--rounds", f.rounds)->capture_default_str();
+  app.add_option("--torch-steps", f.torch_steps, "PyTorch's timed steps per round")
+      ->capture_default_str();
   app.add_option("--towers", f.towers)->capture_default_str();
   app.add_option("--precision", f.precision)->capture_default_str();
   app.add_option("--generate-tokens", f.generate_tokens)->capture_default_str();
+  app.add_option("--torch-device", f.torch_device, "auto|cpu|cuda: where PyTorch runs")
+      ->capture_default_str();
   app.add_flag("--no-torch", f.skip_torch, "skip the PyTorch reference");
   app.add_flag("--no-generate", f.skip_generate, "skip the generation part");
   CLI11_PARSE(app, argc, argv);
   try {
     vkt::Instance instance;
+    if (f.torch_device == "auto") f.torch_device = instance.device(0).is_lavapipe ? "cpu" : "cuda";
     const char* threads = std::getenv("LP_NUM_THREADS");
     const char* core = std::getenv("OPENBLAS_CORETYPE");
     fmt::print("device 0: {}, LP_NUM_THREADS={}, OPENBLAS_CORETYPE={}\n", instance.device(0).name,

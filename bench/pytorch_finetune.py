@@ -15,19 +15,7 @@ import contextlib
 import math
 import sys
 
-from torch_blas import print_run_facts, timed_steps
-
-
-def autocast_dtype(torch, precision, device):
-    """The dtype the step autocasts to (None: no autocast, plain fp32) and the
-    precision the reference actually runs. fp32 never enters autocast: torch
-    1.13's CPU autocast rejects any dtype but bf16, even when disabled. fp16 on
-    the CPU has no autocast at all, so its reference is fp32, named as such."""
-    if precision == "bf16":
-        return torch.bfloat16, "bf16"
-    if precision == "fp16" and device != "cpu":
-        return torch.float16, "fp16"
-    return None, "fp32"
+from torch_blas import autocast_dtype, print_run_facts, timed_steps
 
 
 def build_model(torch, args, base_dtype):

@@ -12,22 +12,10 @@ import contextlib
 import os
 import sys
 
-from torch_blas import print_run_facts, timed_steps
+from torch_blas import autocast_dtype, print_run_facts, timed_steps
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "samples", "vkt_gpt"))
-
-
-def autocast_dtype(torch, precision, device):
-    """The dtype the step autocasts to (None: no autocast, plain fp32) and the
-    precision the reference actually runs. fp32 never enters autocast: torch
-    1.13's CPU autocast rejects any dtype but bf16, even when disabled. fp16 on
-    the CPU has no autocast at all, so its reference is fp32, named as such."""
-    if precision == "bf16":
-        return torch.bfloat16, "bf16"
-    if precision == "fp16" and device != "cpu":
-        return torch.float16, "fp16"
-    return None, "fp32"
 
 
 def main():

@@ -22,6 +22,18 @@ def openblas_core():
     return "none loaded (torch uses another BLAS)"
 
 
+def autocast_dtype(torch, precision, device):
+    """The dtype the step autocasts to (None: no autocast, plain fp32) and the
+    precision the reference actually runs. fp32 never enters autocast: torch
+    1.13's CPU autocast rejects any dtype but bf16, even when disabled. fp16 on
+    the CPU has no autocast at all, so its reference is fp32, named as such."""
+    if precision == "bf16":
+        return torch.bfloat16, "bf16"
+    if precision == "fp16" and device != "cpu":
+        return torch.float16, "fp16"
+    return None, "fp32"
+
+
 def timed_steps(torch, device, step, warmup, steps):
     """Wall-clock and CPU seconds (every thread of this process) that `steps`
     calls of `step` take after `warmup` untimed ones, waiting for the GPU at

@@ -48,13 +48,15 @@ class DecoderBuilder {
     const bool gpt2 = c_.architecture == Architecture::Gpt2;
     h = gpt2 ? layer_norm(h, "transformer.ln_f") : rms_norm(h, "model.norm");
     const std::string table = gpt2 ? "transformer.wte" : "model.embed_tokens";
-    const Tensor logits =
-        c_.tie_word_embeddings
-            ? matmul(h,
-                     weight(table + "/embeddings", {c_.vocab_size, c_.hidden_size},
-                            Initializer::normal(0.0f, 0.02f)),
-                     false, true)
-            : project(h, "lm_head", c_.vocab_size, false);
+    Tensor logits = c_.tie_word_embeddings
+                        ? matmul(h,
+                                 weight(table + "/embeddings", {c_.vocab_size, c_.hidden_size},
+                                        Initializer::normal(0.0f, 0.02f)),
+                                 false, true)
+                        : project(h, "lm_head", c_.vocab_size, c_.lm_head_bias);
+    if (c_.tie_word_embeddings && c_.lm_head_bias) {
+      logits = bias_add(logits, weight("lm_head/bias", {c_.vocab_size}, Initializer::zeros()));
+    }
     return reshape(logits, Shape{batch_, time_, c_.vocab_size});  // [B, T, V]
   }
 

@@ -24,6 +24,10 @@ class EntryList {
     add(module, "weight", {in, units}, "kernel", WeightLayout::Same);
     add(module, "bias", {units}, "bias", WeightLayout::Same);
   }
+  /// A bias alone (a tied head's).
+  void bias(const std::string& module, std::int64_t units) {
+    add(module, "bias", {units}, "bias", WeightLayout::Same);
+  }
   void embedding(const std::string& module, std::int64_t rows, std::int64_t width) {
     add(module, "weight", {rows, width}, "embeddings", WeightLayout::Same);
   }
@@ -47,6 +51,16 @@ class EntryList {
   std::vector<WeightEntry>& out_;
 };
 
+/// The output projection: none when tied (the token table serves), but its
+/// bias where the model has one.
+void lm_head(const DecoderConfig& c, EntryList& list) {
+  if (!c.tie_word_embeddings) {
+    list.linear("lm_head", c.hidden_size, c.vocab_size, c.lm_head_bias);
+  } else if (c.lm_head_bias) {
+    list.bias("lm_head", c.vocab_size);
+  }
+}
+
 void llama_entries(const DecoderConfig& c, EntryList& list) {
   const std::int64_t d = c.hidden_size, q = c.num_attention_heads * c.head_dim,
                      kv = c.num_key_value_heads * c.head_dim;
@@ -64,7 +78,7 @@ void llama_entries(const DecoderConfig& c, EntryList& list) {
     list.linear(p + "mlp.down_proj", c.intermediate_size, d, c.mlp_bias);
   }
   list.rms_norm("model.norm", d);
-  if (!c.tie_word_embeddings) list.linear("lm_head", d, c.vocab_size, false);
+  lm_head(c, list);
 }
 
 void gpt2_entries(const DecoderConfig& c, EntryList& list) {
@@ -81,23 +95,12 @@ void gpt2_entries(const DecoderConfig& c, EntryList& list) {
     list.conv1d(p + "mlp.c_proj", c.intermediate_size, d);
   }
   list.layer_norm("transformer.ln_f", d);
-  if (!c.tie_word_embeddings) list.linear("lm_head", d, c.vocab_size, false);
+  lm_head(c, list);
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-/// A row-major [rows, cols] matrix transposed.
-std::vector<float> transposed(const std::vector<float>& m, std::int64_t rows, std::int64_t cols) {
-  std::vector<float> t(m.size());
-  for (std::int64_t r = 0; r < rows; ++r) {
-    for (std::int64_t c = 0; c < cols; ++c) {
-      t[static_cast<std::size_t>(c * rows + r)] = m[static_cast<std::size_t>(r * cols + c)];
-    }
-  }
-  return t;
 }
 
 }  // namespace
@@ -127,14 +130,25 @@ bool ignored_checkpoint_entry(const DecoderConfig& config, const std::string& hf
   return config.tie_word_embeddings && hf_name == "lm_head.weight";
 }
 
+std::vector<float> transposed_matrix(const std::vector<float>& m, std::int64_t rows,
+                                     std::int64_t cols) {
+  std::vector<float> t(m.size());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t c = 0; c < cols; ++c) {
+      t[static_cast<std::size_t>(c * rows + r)] = m[static_cast<std::size_t>(r * cols + c)];
+    }
+  }
+  return t;
+}
+
 std::vector<float> to_variable_layout(const WeightEntry& entry, std::vector<float> values) {
   if (entry.layout == WeightLayout::Same) return values;
-  return transposed(values, entry.hf_shape[0], entry.hf_shape[1]);
+  return transposed_matrix(values, entry.hf_shape[0], entry.hf_shape[1]);
 }
 
 std::vector<float> to_checkpoint_layout(const WeightEntry& entry, std::vector<float> values) {
   if (entry.layout == WeightLayout::Same) return values;
-  return transposed(values, entry.hf_shape[1], entry.hf_shape[0]);
+  return transposed_matrix(values, entry.hf_shape[1], entry.hf_shape[0]);
 }
 
 std::optional<Initializer> DecoderWeights::initializer(const std::string& variable) const {

@@ -68,6 +68,9 @@ class DecoderWeights {
   std::map<std::string, Stored> values_;
 };
 
+/// A row-major [rows, cols] matrix transposed.
+std::vector<float> transposed_matrix(const std::vector<float>& m, std::int64_t rows,
+                                     std::int64_t cols);
 /// `values` (the checkpoint's order) in the variable's layout.
 std::vector<float> to_variable_layout(const WeightEntry& entry, std::vector<float> values);
 /// `values` (the variable's order) in the checkpoint's layout.

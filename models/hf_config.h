@@ -63,6 +63,9 @@ struct DecoderConfig {
   bool q_bias = false, k_bias = false, v_bias = false, o_bias = false;
   /// mlp_bias (Llama; GPT-2 always).
   bool mlp_bias = false;
+  /// A bias on the logits (no Hugging Face decoder has one; vkt-gpt's head
+  /// does, and a model built in code may): "lm_head.bias" [vocab].
+  bool lm_head_bias = false;
   std::optional<std::int64_t> bos_token_id;
   /// eos_token_id: one id or a list; empty when absent or null.
   std::vector<std::int64_t> eos_token_ids;

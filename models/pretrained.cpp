@@ -70,16 +70,6 @@ bool adapted(const WeightEntry& e, const DecoderConfig& config, const DecoderOpt
       e.module, options.lora_targets.empty() ? default_lora_targets(config) : options.lora_targets);
 }
 
-std::vector<float> transposed(const std::vector<float>& m, std::int64_t rows, std::int64_t cols) {
-  std::vector<float> t(m.size());
-  for (std::int64_t i = 0; i < rows; ++i) {
-    for (std::int64_t j = 0; j < cols; ++j) {
-      t[static_cast<std::size_t>(j * rows + i)] = m[static_cast<std::size_t>(i * cols + j)];
-    }
-  }
-  return t;
-}
-
 void write_text(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
@@ -133,11 +123,11 @@ void export_adapters(const std::string& directory, const PretrainedDecoder& mode
     tensors.push_back(
         TensorToWrite{.name = lora_weight_name(e.module, false),
                       .shape = {r, shape[0]},
-                      .values = transposed(values(e.module + "/lora_a"), shape[0], r)});
+                      .values = transposed_matrix(values(e.module + "/lora_a"), shape[0], r)});
     tensors.push_back(
         TensorToWrite{.name = lora_weight_name(e.module, true),
                       .shape = {shape[1], r},
-                      .values = transposed(values(e.module + "/lora_b"), r, shape[1])});
+                      .values = transposed_matrix(values(e.module + "/lora_b"), r, shape[1])});
   }
   const LoraAdapterConfig config{.base_model_name_or_path = base_model,
                                  .r = static_cast<int>(r),

@@ -145,6 +145,7 @@ if [[ $short == 1 ]]; then
   bench gpt 120 vkt-bench-gpt --towers 1 --batch 4 --context 16 --layers 1 --steps 1 --reps 1 --rounds 1 --no-torch
   bench step-overhead 60 vkt-bench-step-overhead --steps 5
   bench frozen 60 vkt-bench-frozen --width 64 --layers 1 --batch 8 --steps 1
+  bench finetune 120 vkt-bench-finetune --vocab 64 --hidden 32 --layers 1 --heads 2 --kv-heads 1 --intermediate 48 --context 16 --batch 4 --steps 1 --rounds 1 --generate-tokens 8 --no-torch
 else
   bench peak 60 vkt-bench-peak
   bench matmul 90 vkt-bench-matmul --sizes 1024,2048,4096 --reps 5 --slow-max 0 --sweep-tiles --sweep-sizes 4096 --f16-sizes 1024,4096
@@ -170,6 +171,8 @@ else
   FIGURE_SUFFIX=_fp16 bench fusion-fp16 60 vkt-bench-fusion --precision fp16
   bench estimator 60 vkt-bench-estimator --steps 200 --reps 2
   bench frozen 60 vkt-bench-frozen --precision bf16 --width 4096 --layers 4 --batch 256 --steps 20
+  bench finetune 90 vkt-bench-finetune --towers 1,2 --batch 32 --context 256 --steps 10 --torch-steps 10 --rounds 2 --generate-tokens 256 --torch-device cuda
+  FIGURE_SUFFIX=_bf16 bench finetune-bf16 90 vkt-bench-finetune --towers 1 --batch 32 --context 256 --steps 10 --torch-steps 10 --rounds 2 --no-generate --precision bf16 --torch-device cuda
   if digits=$(prog vkt-digits); then
     bench startup 60 vkt-bench-startup --program "$digits" --data "$VKT_DATA_DIR/digits.csv.gz"
   fi

@@ -16,6 +16,7 @@
 #include "../sample_data.h"
 #include "../sample_throughput.h"
 #include "corpus.h"
+#include "gpt_generator.h"
 #include "gpt_model.h"
 
 #include <algorithm>
@@ -35,10 +36,13 @@ namespace {
 constexpr const char* kFortunes = "/usr/share/games/fortunes";
 
 /// `count` characters after `prompt`, each drawn from softmax(logits / temperature)
-/// of the model's prediction at the last position of the context so far.
-std::string generate(vkt::Estimator& estimator, const Corpus& corpus, std::int64_t context,
-                     std::int64_t rows, const std::string& prompt, int count, double temperature,
-                     std::uint64_t seed) {
+/// of the trained model (its newest checkpoint), on a models::Generator: the
+/// weights uploaded once and a key/value cache, so each character is one
+/// single-token step. Past the context the cache starts again from the last
+/// half context, as positions are learned only up to it.
+std::string generate(vkt::Estimator& estimator, std::uint32_t device_index, const Corpus& corpus,
+                     const GptSettings& model, const std::string& prompt, int count,
+                     double temperature, std::uint64_t seed) {
   std::vector<std::int32_t> tokens;
   for (const char c : prompt) {
     if (corpus.id(c) < 0) {
@@ -47,32 +51,35 @@ std::string generate(vkt::Estimator& estimator, const Corpus& corpus, std::int64
     tokens.push_back(corpus.id(c));
   }
   if (tokens.empty()) tokens.push_back(corpus.id('\n') >= 0 ? corpus.id('\n') : 0);
+  const std::map<std::string, vkt::HostTensor> saved =
+      vkt::read_checkpoint(estimator.latest_checkpoint().value());
+  vkt::Device device(estimator.instance(), device_index);
+  vkt::models::Generator generator(device, gpt_decoder_config(model),
+                                   gpt_decoder_weights(saved, model), gpt_decoder_options(model),
+                                   model.context);
+  std::vector<float> logits;
+  // Runs the last `keep` tokens from an empty cache.
+  const auto refill = [&](std::int64_t keep) {
+    generator.reset();
+    const auto size = static_cast<std::int64_t>(tokens.size());
+    for (std::int64_t i = std::max<std::int64_t>(0, size - keep); i < size; ++i) {
+      logits = generator.step(tokens[static_cast<std::size_t>(i)]);
+    }
+  };
+  refill(model.context);
   std::mt19937_64 random(seed);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
   std::string out = prompt;
   for (int n = 0; n < count; ++n) {
-    // The last `context` tokens, padded after the end: causal attention keeps
-    // the padding out of every position up to the last real one.
-    const std::int64_t start =
-        std::max<std::int64_t>(0, static_cast<std::int64_t>(tokens.size()) - context);
-    std::vector<std::int32_t> window(static_cast<std::size_t>(context), 0);
-    std::copy(tokens.begin() + start, tokens.end(), window.begin());
-    const std::int64_t last = static_cast<std::int64_t>(tokens.size()) - start - 1;
-    const vkt::Dataset one({{"tokens", vkt::HostTensor::ints({1, context}, window)}});
-    const vkt::HostBatch predicted =
-        estimator.predict(vkt::dataset_input(one, {.batch_size = rows, .label_columns = {}}));
-    const std::vector<float>& logits = predicted.at("logits").f32;
-    const std::int64_t v = corpus.vocab_size();
-    std::vector<double> weights(static_cast<std::size_t>(v));
-    double top = -INFINITY;
-    for (std::int64_t j = 0; j < v; ++j)
-      top = std::max(top, static_cast<double>(logits[last * v + j]));
-    for (std::int64_t j = 0; j < v; ++j) {
-      weights[j] = std::exp((logits[last * v + j] - top) / temperature);
-    }
-    const auto next = static_cast<std::int32_t>(
-        std::discrete_distribution<std::int64_t>(weights.begin(), weights.end())(random));
+    const std::int32_t next =
+        vkt::models::pick_token(logits, {.temperature = temperature}, uniform(random));
     tokens.push_back(next);
     out += static_cast<char>(corpus.vocab[static_cast<std::size_t>(next)]);
+    if (generator.position() == model.context) {
+      refill(std::max<std::int64_t>(1, model.context / 2));
+    } else {
+      logits = generator.step(next);
+    }
   }
   return out;
 }
@@ -307,8 +314,7 @@ int main(int argc, char** argv) {
     }
     // Sampling reads rank 0's predictions; the other ranks have none.
     const std::string text = generated > 0 && processes == 1
-                                 ? generate(estimator, corpus, model.context,
-                                            static_cast<std::int64_t>(towers.devices.size()),
+                                 ? generate(estimator, towers.devices.front(), corpus, model,
                                             prompt, generated, temperature, flags.seed)
                                  : "";
     if (!chief) return 0;

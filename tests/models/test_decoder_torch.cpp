@@ -32,7 +32,9 @@ double error_against_torch(const std::string& python, const std::filesystem::pat
   for (int i = 0; i < 14; ++i) {
     const auto id = static_cast<std::int32_t>((i * 29 + 3) % model.config.vocab_size);
     tokens.push_back(id);
-    rows[i / 7] += (rows[i / 7].empty() ? "" : ",") + std::to_string(id);
+    std::string& row = rows[i / 7];
+    if (!row.empty()) row += ',';
+    row += std::to_string(id);
   }
   const std::filesystem::path out = dir / "logits.npy";
   const std::string reference = "'" + python + "' '" +
