@@ -131,8 +131,11 @@ std::optional<std::map<std::string, std::string>> pytorch(const Flags& f, bool g
       f.lora_rank, 2 * f.lora_rank, f.torch_steps, f.precision, f.torch_device,
       generate ? fmt::format("--skip-train --generate-tokens {}", f.generate_tokens)
                : std::string("--skip-generate"));
-  return vkt::bench::run_torch_script(
-      *python, vkt::bench::bench_script(VKT_BENCH_DIR, "pytorch_finetune.py"), args);
+  const std::string script = vkt::bench::bench_script(VKT_BENCH_DIR, "pytorch_finetune.py");
+  auto values = vkt::bench::run_torch_script(
+      *python, script, args, generate ? "pytorch_generate_tokens_per_s" : "pytorch_tokens_per_s");
+  if (!values) fmt::print("pytorch: {} failed (its output is above)\n", script);
+  return values;
 }
 
 void compare_training(vkt::Instance& instance, const Flags& f,

@@ -42,11 +42,11 @@ inline std::string bench_script(const char* built_dir, const std::string& name) 
 
 /// Runs `script` (a path) with `args` under `python` with OMP_WAIT_POLICY=PASSIVE
 /// (so that PyTorch's OpenMP threads do not spin against the other side's);
-/// its key=value lines, or nothing when it failed or printed no
-/// pytorch_examples_per_s. Other lines are echoed, indented.
-inline std::optional<std::map<std::string, std::string>> run_torch_script(const std::string& python,
-                                                                          const std::string& script,
-                                                                          const std::string& args) {
+/// its key=value lines, or nothing when it failed or printed no `required`
+/// (pytorch_examples_per_s unless told). Other lines are echoed, indented.
+inline std::optional<std::map<std::string, std::string>> run_torch_script(
+    const std::string& python, const std::string& script, const std::string& args,
+    const std::string& required = "pytorch_examples_per_s") {
   const std::string command =
       fmt::format("OMP_WAIT_POLICY=PASSIVE '{}' '{}' {} 2>&1", python, script, args);
   FILE* pipe = popen(command.c_str(), "r");
@@ -63,7 +63,7 @@ inline std::optional<std::map<std::string, std::string>> run_torch_script(const 
       values[text.substr(0, eq)] = text.substr(eq + 1);
     }
   }
-  if (pclose(pipe) != 0 || !values.contains("pytorch_examples_per_s")) return std::nullopt;
+  if (pclose(pipe) != 0 || !values.contains(required)) return std::nullopt;
   return values;
 }
 
