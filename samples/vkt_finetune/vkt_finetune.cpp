@@ -84,6 +84,92 @@ void copy_tokenizer_files(const std::string& from, const std::string& to) {
   }
 }
 
+/// The model directory, read and checked against the flags.
+struct Pretrained {
+  std::shared_ptr<const vkt::models::PretrainedDecoder> model;
+  std::unique_ptr<vkt::models::Tokenizer> tokenizer;
+};
+
+Pretrained load_model(const FinetuneFlags& f) {
+  Pretrained p;
+  try {  // the model directory's errors in the flag's words
+    p.model =
+        std::make_shared<vkt::models::PretrainedDecoder>(vkt::models::load_pretrained(f.model));
+    p.tokenizer = vkt::models::load_tokenizer(f.model);
+  } catch (const vkt::Error& e) {
+    throw vkt::Error(fmt::format("--model {}: {}", f.model, e.what()));
+  }
+  const std::int64_t positions = p.model->config.max_position_embeddings;
+  if (f.context > positions) {
+    throw vkt::Error(
+        fmt::format("--context {} is longer than the model's {} positions "
+                    "(max_position_embeddings); give --context {} or less",
+                    f.context, positions, positions));
+  }
+  return p;
+}
+
+/// --data tokenized and cut into training and held-out windows.
+struct Windows {
+  std::vector<std::int32_t> stream;
+  vkt::Dataset train, held_out;
+};
+
+Windows load_windows(const FinetuneFlags& f, const SampleFlags& flags,
+                     const vkt::models::Tokenizer& tokenizer) {
+  Windows w;
+  w.stream = vkt::models::pack_documents(vkt::models::read_documents(f.data), tokenizer,
+                                         tokenizer.eos_id());
+  w.train = vkt::models::token_windows(w.stream, f.context, false);
+  w.held_out = vkt::models::token_windows(w.stream, f.context, true);
+  if (w.train.size() < flags.batch_size || w.held_out.size() == 0) {
+    throw vkt::Error(fmt::format(
+        "--data '{}' has {} tokens: {} training windows of {} + 1 tokens, fewer than a "
+        "--batch-size of {} (or no held-out window); give more text or a smaller --context "
+        "or --batch-size",
+        f.data, w.stream.size(), w.train.size(), f.context, flags.batch_size));
+  }
+  return w;
+}
+
+/// --prompt continued by the trained model on `device`, from its key/value cache.
+void print_continuation(vkt::Device& device, const vkt::models::PretrainedDecoder& model,
+                        const vkt::models::DecoderWeights& weights,
+                        const vkt::models::DecoderOptions& options,
+                        const vkt::models::Tokenizer& tokenizer, const FinetuneFlags& f,
+                        std::uint64_t seed) {
+  const std::vector<std::int32_t> prompt = tokenizer.encode(f.prompt);
+  vkt::models::Generator generator(
+      device, model.config, weights, options,
+      std::min<std::int64_t>(model.config.max_position_embeddings,
+                             static_cast<std::int64_t>(prompt.size()) + f.max_new_tokens));
+  vkt::models::GenerationOptions generation{.max_new_tokens = f.max_new_tokens,
+                                            .temperature = f.temperature,
+                                            .top_k = f.top_k,
+                                            .seed = seed};
+  if (tokenizer.eos_id()) generation.stop_tokens.push_back(*tokenizer.eos_id());
+  const std::vector<std::int32_t> continuation = generator.generate(prompt, generation);
+  fmt::print("\n---- {} ----\n{}{}\n----\n",
+             f.temperature > 0 ? fmt::format("sampled (temperature {})", f.temperature)
+                               : std::string("greedy"),
+             f.prompt, tokenizer.decode(continuation));
+}
+
+/// --export: the merged model with the tokenizer's files, and the adapters in DIR/adapter.
+void export_finetuned(const std::map<std::string, vkt::HostTensor>& saved,
+                      const vkt::models::PretrainedDecoder& model,
+                      const vkt::models::DecoderOptions& options, const FinetuneFlags& f) {
+  const auto values = [&](const std::string& name) { return saved.at(name).f32; };
+  vkt::models::export_merged(f.export_dir, model, options, values);
+  copy_tokenizer_files(f.model, f.export_dir);
+  if (options.lora) {
+    vkt::models::export_adapters((std::filesystem::path(f.export_dir) / "adapter").string(), model,
+                                 options, values, f.model);
+  }
+  fmt::print("exported the fine-tuned model to {} (adapters in {}/adapter)\n", f.export_dir,
+             f.export_dir);
+}
+
 /// The global step of --model-dir's newest checkpoint (0 without one).
 std::uint64_t resumed_step(const std::string& model_dir) {
   if (model_dir.empty() || !std::filesystem::exists(model_dir)) return 0;
@@ -145,33 +231,13 @@ int main(int argc, char** argv) {
   if (const std::optional<int> exit = parse_flags(app, argc, argv, "vkt-finetune")) return *exit;
 
   return run_sample("vkt-finetune", [&] {
-    // The model directory's errors in the flag's words.
-    std::shared_ptr<vkt::models::PretrainedDecoder> model;
-    std::unique_ptr<vkt::models::Tokenizer> tokenizer;
-    try {
-      model =
-          std::make_shared<vkt::models::PretrainedDecoder>(vkt::models::load_pretrained(f.model));
-      tokenizer = vkt::models::load_tokenizer(f.model);
-    } catch (const vkt::Error& e) {
-      throw vkt::Error(fmt::format("--model {}: {}", f.model, e.what()));
-    }
-    if (f.context > model->config.max_position_embeddings) {
-      throw vkt::Error(fmt::format(
-          "--context {} is longer than the model's {} positions "
-          "(max_position_embeddings); give --context {} or less",
-          f.context, model->config.max_position_embeddings, model->config.max_position_embeddings));
-    }
-    const std::vector<std::int32_t> stream = vkt::models::pack_documents(
-        vkt::models::read_documents(f.data), *tokenizer, tokenizer->eos_id());
-    const vkt::Dataset train = vkt::models::token_windows(stream, f.context, false);
-    const vkt::Dataset held_out = vkt::models::token_windows(stream, f.context, true);
-    if (train.size() < flags.batch_size || held_out.size() == 0) {
-      throw vkt::Error(fmt::format(
-          "--data '{}' has {} tokens: {} training windows of {} + 1 tokens, fewer than a "
-          "--batch-size of {} (or no held-out window); give more text or a smaller --context "
-          "or --batch-size",
-          f.data, stream.size(), train.size(), f.context, flags.batch_size));
-    }
+    const Pretrained pretrained = load_model(f);
+    const std::shared_ptr<const vkt::models::PretrainedDecoder>& model = pretrained.model;
+    const vkt::models::Tokenizer* tokenizer = pretrained.tokenizer.get();
+    const Windows windows = load_windows(f, flags, *tokenizer);
+    const std::vector<std::int32_t>& stream = windows.stream;
+    const vkt::Dataset& train = windows.train;
+    const vkt::Dataset& held_out = windows.held_out;
     // The schedule spans this run's steps from where --model-dir stands, so a
     // resumed run warms up and decays again over the steps it was given.
     vkt::models::CausalLmSettings settings{.learning_rate = f.learning_rate,
@@ -233,34 +299,10 @@ int main(int argc, char** argv) {
         vkt::read_checkpoint(estimator.latest_checkpoint().value());
     if (!f.prompt.empty() && processes == 1) {
       vkt::Device device(estimator.instance(), towers.devices.front());
-      const vkt::models::DecoderWeights weights = trained_weights(saved, *model, settings.decoder);
-      const std::vector<std::int32_t> prompt = tokenizer->encode(f.prompt);
-      vkt::models::Generator generator(
-          device, model->config, weights, settings.decoder,
-          std::min<std::int64_t>(model->config.max_position_embeddings,
-                                 static_cast<std::int64_t>(prompt.size()) + f.max_new_tokens));
-      vkt::models::GenerationOptions options{.max_new_tokens = f.max_new_tokens,
-                                             .temperature = f.temperature,
-                                             .top_k = f.top_k,
-                                             .seed = flags.seed};
-      if (tokenizer->eos_id()) options.stop_tokens.push_back(*tokenizer->eos_id());
-      const std::vector<std::int32_t> continuation = generator.generate(prompt, options);
-      fmt::print("\n---- {} ----\n{}{}\n----\n",
-                 f.temperature > 0 ? fmt::format("sampled (temperature {})", f.temperature)
-                                   : std::string("greedy"),
-                 f.prompt, tokenizer->decode(continuation));
+      print_continuation(device, *model, trained_weights(saved, *model, settings.decoder),
+                         settings.decoder, *tokenizer, f, flags.seed);
     }
-    if (!f.export_dir.empty()) {
-      const auto values = [&](const std::string& name) { return saved.at(name).f32; };
-      vkt::models::export_merged(f.export_dir, *model, settings.decoder, values);
-      copy_tokenizer_files(f.model, f.export_dir);
-      if (settings.decoder.lora) {
-        vkt::models::export_adapters((std::filesystem::path(f.export_dir) / "adapter").string(),
-                                     *model, settings.decoder, values, f.model);
-      }
-      fmt::print("exported the fine-tuned model to {} (adapters in {}/adapter)\n", f.export_dir,
-                 f.export_dir);
-    }
+    if (!f.export_dir.empty()) export_finetuned(saved, *model, settings.decoder, f);
     const double tokens_per_s = throughput->steps_per_s() * static_cast<double>(flags.batch_size) *
                                 flags.accumulate * static_cast<double>(f.context);
     fmt::print("trained steps {} to {}\n", first, last);
