@@ -14,6 +14,7 @@
 #include "../graph.h"
 #include "elementwise.h"
 #include "kernel_util.h"
+#include "norm_checks.h"
 #include "shape_ops.h"
 
 namespace vkt {
@@ -150,22 +151,7 @@ void check_param(const Tensor& p, const char* role, std::int64_t d, const std::s
 }  // namespace
 
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float epsilon) {
-  if (!x.valid()) throw Error("layer_norm: the input tensor is empty");
-  const std::string what = fmt::format("layer_norm('{}' {})", x.name(), x.shape().str());
-  if (x.dtype() != DType::F32) {
-    throw Error(what + ": x " + ops_detail::not_f32(x) + "; layer_norm takes f32");
-  }
-  if (x.shape().rank() == 0) {
-    throw Error(what + ": x is a scalar; it needs a last dimension to normalize over");
-  }
-  if (x.shape().elements() > std::numeric_limits<std::uint32_t>::max()) {
-    throw Error(fmt::format("{}: x has {} elements; the kernels index at most 2^32 - 1", what,
-                            x.shape().elements()));
-  }
-  if (!std::isfinite(epsilon) || epsilon < 0.0f) {
-    throw Error(fmt::format("{}: epsilon is {}; it must be finite and at least 0 (1e-5 is usual)",
-                            what, epsilon));
-  }
+  const std::string what = ops_detail::check_norm_input("layer_norm", x, epsilon, "1e-5");
   const std::int64_t d = x.shape()[x.shape().rank() - 1];
   check_param(gamma, "gamma", d, what);
   check_param(beta, "beta", d, what);

@@ -14,6 +14,7 @@
 #include "../graph.h"
 #include "elementwise.h"
 #include "kernel_util.h"
+#include "norm_checks.h"
 #include "shape_ops.h"
 
 namespace vkt {
@@ -107,22 +108,7 @@ std::vector<Gradient> RmsNormKernelOp::gradient(std::span<const Tensor> in, cons
 }  // namespace
 
 Tensor rms_norm(const Tensor& x, const Tensor& gamma, float epsilon) {
-  if (!x.valid()) throw Error("rms_norm: the input tensor is empty");
-  const std::string what = fmt::format("rms_norm('{}' {})", x.name(), x.shape().str());
-  if (x.dtype() != DType::F32) {
-    throw Error(what + ": x " + ops_detail::not_f32(x) + "; rms_norm takes f32");
-  }
-  if (x.shape().rank() == 0) {
-    throw Error(what + ": x is a scalar; it needs a last dimension to normalize over");
-  }
-  if (x.shape().elements() > std::numeric_limits<std::uint32_t>::max()) {
-    throw Error(fmt::format("{}: x has {} elements; the kernels index at most 2^32 - 1", what,
-                            x.shape().elements()));
-  }
-  if (!std::isfinite(epsilon) || epsilon < 0.0f) {
-    throw Error(fmt::format("{}: epsilon is {}; it must be finite and at least 0 (1e-6 is usual)",
-                            what, epsilon));
-  }
+  const std::string what = ops_detail::check_norm_input("rms_norm", x, epsilon, "1e-6");
   const std::int64_t d = x.shape()[x.shape().rank() - 1];
   if (!gamma.valid()) throw Error(what + ": gamma is an empty tensor");
   if (gamma.dtype() != DType::F32 || gamma.shape() != Shape{d}) {
